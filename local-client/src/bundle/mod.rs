@@ -1,0 +1,152 @@
+//! The repository bundler: what teleport uploads.
+//!
+//! A bundle is a deterministic `.tar.gz` of the work tree as it is now: tracked files with
+//! their uncommitted edits and untracked files that are not ignored, `.git` excluded, hidden
+//! files included, secrets left out, links stored as links (never followed, and never one that
+//! leaves the repository). The tar stream is cut into fixed 1 MiB chunks compressed in parallel
+//! as independent gzip members, so the same tree gives the same bytes and the same SHA-256 on
+//! every machine, and the server can skip an upload it already holds.
+//!
+//! Inside a git work tree the bundle root is the top level, whatever subdirectory was given.
+
+mod compress;
+mod error;
+mod git;
+mod plan;
+mod secrets;
+mod symlink;
+mod walk;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+pub use error::BundleError;
+pub use secrets::is_secret;
+pub use walk::{SkipReason, Skipped};
+
+/// Compression levels accepted (gzip's fast end: bundling speed matters more than size).
+pub const LEVELS: std::ops::RangeInclusive<u32> = 1..=6;
+
+/// The default compression level.
+pub const DEFAULT_LEVEL: u32 = 1;
+
+/// How to bundle.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// gzip level, within [`LEVELS`].
+    pub level: u32,
+    /// Compression threads; `None` uses every core.
+    pub threads: Option<usize>,
+    /// Absolute paths never bundled (the output file, when it lives in the tree).
+    pub exclude: Vec<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            level: DEFAULT_LEVEL,
+            threads: None,
+            exclude: Vec::new(),
+        }
+    }
+}
+
+/// What the server is told about the bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Manifest {
+    /// `HEAD` when the tree is a git repository with at least one commit.
+    pub base_commit: Option<String>,
+    pub branch: Option<String>,
+    /// Tracked paths that differ from `HEAD` (deletions included, secrets left out).
+    pub dirty_files: Vec<String>,
+    /// Untracked, non-ignored paths in the bundle.
+    pub untracked_files: Vec<String>,
+    /// Files and links in the bundle.
+    pub files: u64,
+    /// Size of the `.tar.gz`.
+    pub bytes: u64,
+}
+
+/// A finished bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Bundle {
+    /// The directory that was bundled.
+    pub root: PathBuf,
+    /// SHA-256 of the `.tar.gz`, lower-case hex.
+    pub sha256: String,
+    pub manifest: Manifest,
+    /// Paths left out, and why.
+    pub skipped: Vec<Skipped>,
+}
+
+/// Bundles the tree at `path` into `out`.
+pub fn create<W: Write>(path: &Path, options: &Options, out: W) -> Result<Bundle, BundleError> {
+    if !LEVELS.contains(&options.level) {
+        return Err(BundleError::Level(options.level));
+    }
+    let path = path.canonicalize().map_err(|source| BundleError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    if !path.is_dir() {
+        return Err(BundleError::NotADirectory { path });
+    }
+    let repo = git::inspect(&path);
+    let root = repo.toplevel.clone().unwrap_or(path);
+    let selection = walk::select(&root, &repo.tracked, &options.exclude)?;
+    let plan = plan::plan(&selection.entries, plan::CHUNK_SIZE)?;
+    let source = compress::Source {
+        root: &root,
+        entries: &selection.entries,
+        plan: &plan,
+    };
+    let written = compress::compress(&source, options.level, threads(options), out)?;
+    tracing::info!(
+        files = selection.entries.len(),
+        bytes = written.bytes,
+        "bundled {}",
+        root.display()
+    );
+    let manifest = manifest(repo, &selection, written.bytes);
+    Ok(Bundle {
+        root,
+        sha256: written.sha256,
+        manifest,
+        skipped: selection.skipped,
+    })
+}
+
+fn threads(options: &Options) -> usize {
+    options
+        .threads
+        .or_else(|| std::thread::available_parallelism().ok().map(usize::from))
+        .unwrap_or(1)
+}
+
+fn manifest(repo: git::RepoState, selection: &walk::Selection, bytes: u64) -> Manifest {
+    let bundled: std::collections::HashSet<String> = selection
+        .entries
+        .iter()
+        .map(|e| e.path.to_string_lossy().into_owned())
+        .collect();
+    let skipped: std::collections::HashSet<&str> =
+        selection.skipped.iter().map(|s| s.path.as_str()).collect();
+    Manifest {
+        base_commit: repo.base_commit,
+        branch: repo.branch,
+        dirty_files: repo
+            .dirty
+            .into_iter()
+            .filter(|p| !skipped.contains(p.as_str()))
+            .collect(),
+        untracked_files: repo
+            .untracked
+            .into_iter()
+            .filter(|p| bundled.contains(p))
+            .collect(),
+        files: selection.entries.len() as u64,
+        bytes,
+    }
+}

@@ -1,0 +1,223 @@
+//! The command line, declared with clap (DESIGN §3.6).
+//!
+//! `ultraplan` alone opens the interactive prompt, `ultraplan "<prompt>"` is a one-shot launch,
+//! and the subcommands manage sessions. Configuration comes from flags, then the environment
+//! (`ULTRAPLAN_SERVER`, `ULTRAPLAN_TOKEN`).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Plan remotely: bundle this repository, let a plan-mode agent write the plan, review it in
+/// the browser, then approve, reject with feedback, or teleport it back here.
+#[derive(Debug, Parser)]
+#[command(
+    name = "ultraplan",
+    version,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// With no subcommand: a one-shot launch (same as `ultraplan launch`).
+    #[command(flatten)]
+    pub launch: LaunchArgs,
+}
+
+/// Connection settings shared by every subcommand.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Server base URL.
+    #[arg(long, global = true, env = "ULTRAPLAN_SERVER", value_name = "URL")]
+    pub server: Option<String>,
+
+    /// API token.
+    #[arg(
+        long,
+        global = true,
+        env = "ULTRAPLAN_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+}
+
+/// Arguments of a launch, as a subcommand or bare.
+#[derive(Debug, Args)]
+pub struct LaunchArgs {
+    /// Launch without asking for confirmation.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+
+    /// Refine an existing plan file instead of starting from scratch.
+    #[arg(long, value_name = "PLAN.md")]
+    pub refine: Option<PathBuf>,
+
+    /// Print the created session as JSON.
+    #[arg(long)]
+    pub json: bool,
+
+    /// What to plan. Words are joined with spaces.
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Vec<String>,
+}
+
+/// A session id argument.
+#[derive(Debug, Args)]
+pub struct SessionId {
+    /// Session id.
+    #[arg(value_name = "ID")]
+    pub id: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start a remote planning session for this repository.
+    Launch(LaunchArgs),
+    /// Show a session's status (the most recent one without ID).
+    Status {
+        #[arg(value_name = "ID")]
+        id: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List your sessions.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Open a session's review page in the browser.
+    Open(SessionId),
+    /// Stop a session and archive it.
+    Stop(SessionId),
+    /// Approve the pending plan; the agent implements it remotely.
+    Approve(SessionId),
+    /// Reject the pending plan with feedback; the agent revises it.
+    Reject {
+        #[command(flatten)]
+        session: SessionId,
+        /// Feedback for the agent.
+        #[arg(
+            short = 'm',
+            long = "message",
+            value_name = "FEEDBACK",
+            required = true
+        )]
+        message: String,
+    },
+    /// Bring the pending plan back to this terminal to implement it locally.
+    Teleport(SessionId),
+    /// Apply the patch produced by remote execution to this repository.
+    Pull(SessionId),
+    /// Save the server URL and token (taken from --server and --token).
+    Login,
+    /// Print the keyword triggers of TEXT and its rewrite, as one JSON line.
+    Keyword {
+        /// The text to inspect.
+        #[arg(value_name = "TEXT", allow_hyphen_values = true)]
+        text: String,
+    },
+    /// Follow a session's events until it needs you.
+    Watch {
+        #[command(flatten)]
+        session: SessionId,
+        /// Print events as JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Bundle a repository as teleport would, and print its manifest and SHA-256.
+    Bundle {
+        /// Where to write the .tar.gz (default: the cache, named by its SHA-256).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// gzip level, 1 (fastest) to 6.
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = ultraplan::bundle::DEFAULT_LEVEL,
+            value_parser = clap::value_parser!(u32).range(1..=6)
+        )]
+        level: u32,
+        /// The repository (any directory inside it) or plain directory to bundle.
+        #[arg(value_name = "PATH", default_value = ".")]
+        path: PathBuf,
+    },
+    /// Integrations with other tools.
+    Hook {
+        #[command(subcommand)]
+        target: HookTarget,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HookTarget {
+    /// The Claude Code UserPromptSubmit hook.
+    ClaudeCode,
+}
+
+impl Command {
+    /// The subcommand as the user types it, for messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Launch(_) => "launch",
+            Self::Status { .. } => "status",
+            Self::List { .. } => "list",
+            Self::Open(_) => "open",
+            Self::Stop(_) => "stop",
+            Self::Approve(_) => "approve",
+            Self::Reject { .. } => "reject",
+            Self::Teleport(_) => "teleport",
+            Self::Pull(_) => "pull",
+            Self::Login => "login",
+            Self::Keyword { .. } => "keyword",
+            Self::Watch { .. } => "watch",
+            Self::Bundle { .. } => "bundle",
+            Self::Hook { .. } => "hook claude-code",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::{Cli, Command};
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("ultraplan").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn bare_prompt_is_a_launch() {
+        let cli = parse(&["--yes", "fix", "auth"]).unwrap();
+        assert!(cli.command.is_none());
+        assert!(cli.launch.yes);
+        assert_eq!(cli.launch.prompt, ["fix", "auth"]);
+    }
+
+    #[test]
+    fn subcommands_parse() {
+        let cli = parse(&["reject", "s1", "-m", "too vague"]).unwrap();
+        assert!(
+            matches!(cli.command, Some(Command::Reject { ref message, .. }) if message == "too vague")
+        );
+        let cli = parse(&["keyword", "-ultraplan"]).unwrap();
+        assert!(matches!(cli.command, Some(Command::Keyword { ref text }) if text == "-ultraplan"));
+        let cli = parse(&["login", "--server", "http://x", "--token", "t"]).unwrap();
+        assert_eq!(cli.global.server.as_deref(), Some("http://x"));
+        assert!(parse(&["reject", "s1"]).is_err());
+        assert!(parse(&["hook", "claude-code"]).is_ok());
+    }
+}

@@ -1,0 +1,58 @@
+//! Constants every part must agree on byte for byte.
+
+/// Name of the tool the plan-mode agent calls to submit a plan for review.
+pub const EXIT_PLAN_MODE_TOOL: &str = "ExitPlanMode";
+
+/// Name of the tool the agent calls to ask the user a question.
+pub const ASK_USER_QUESTION_TOOL: &str = "AskUserQuestion";
+
+/// First line of an ExitPlanMode tool_result when the reviewer teleports the plan back to the
+/// terminal. The plan follows on the next line.
+pub const TELEPORT_SENTINEL: &str = "__ULTRAPLAN_TELEPORT_LOCAL__";
+
+/// Marker that precedes the approved plan in the approval tool_result.
+pub const APPROVED_PLAN_MARKER: &str = "## Approved Plan:";
+
+/// Marker that precedes the approved plan when the reviewer edited it before approving.
+pub const APPROVED_PLAN_EDITED_MARKER: &str = "## Approved Plan (edited by user):";
+
+/// The only answer the agent gives after a teleport. The harness enforces it.
+pub const TELEPORT_REPLY: &str = "Plan teleported. Return to your terminal to continue.";
+
+/// The only answer the agent gives when the plan flow breaks on a tool error.
+pub const PLAN_FLOW_INTERRUPTED_REPLY: &str =
+    "Plan flow interrupted. Return to your terminal and retry.";
+
+/// Hollow diamond: the session is working or waiting for input.
+pub const PILL_WORKING: char = '◇';
+
+/// Filled diamond: a plan is ready for review.
+pub const PILL_READY: char = '◆';
+
+/// Pill text for each phase as the terminal shows it.
+pub const PILL_TEXT_RUNNING: &str = "◇ ultraplan";
+/// Pill text when the session waits for the user.
+pub const PILL_TEXT_NEEDS_INPUT: &str = "◇ ultraplan needs your input";
+/// Pill text when a plan is ready.
+pub const PILL_TEXT_READY: &str = "◆ ultraplan ready";
+
+/// How often the client polls the events endpoint.
+pub const POLL_INTERVAL_SECS: u64 = 3;
+
+/// Consecutive transient failures (no response or 5xx) that end the client's poll.
+pub const MAX_TRANSIENT_POLL_FAILURES: u32 = 5;
+
+/// Default session timeout when the server flag is unset.
+pub const DEFAULT_TIMEOUT_SECONDS: u64 = 1800;
+
+/// Largest `limit` accepted by the events endpoint.
+pub const MAX_EVENTS_PAGE: u32 = 100;
+
+/// Longest `wait` (seconds) the events endpoint holds a request.
+pub const MAX_EVENTS_WAIT_SECS: u64 = 25;
+
+/// Version of the agent ↔ server frame protocol, sent in the first `hello` frame.
+pub const FRAME_PROTOCOL_VERSION: u32 = 1;
+
+/// Largest frame (one JSON line, newline excluded) either side accepts.
+pub const MAX_FRAME_BYTES: usize = 8 * 1024 * 1024;

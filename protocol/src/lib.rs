@@ -1,0 +1,23 @@
+//! Wire types shared by every ultraplan part, plus the pure logic both ends must agree on.
+//!
+//! This crate does no IO. It holds:
+//! - [`events`]: the SDK-message shaped events of the append-only session log;
+//! - [`session`]: the session resource, statuses and phases;
+//! - [`api`]: HTTP request and response bodies;
+//! - [`model`]: provider-neutral model requests in Anthropic Messages shape;
+//! - [`frames`]: newline-delimited JSON frames between the agent and the server;
+//! - [`scanner`]: the [`ExitPlanModeScanner`] and phase derivation;
+//! - [`constants`]: markers, sentinels, glyphs and limits.
+
+pub mod api;
+pub mod constants;
+pub mod events;
+pub mod frames;
+pub mod model;
+pub mod plan_text;
+pub mod scanner;
+pub mod session;
+
+pub use events::{ContentBlock, Event, EventBody};
+pub use scanner::{ExitPlanModeScanner, ScanError, ScanResult, derive_phase};
+pub use session::{Phase, SessionResource, SessionStatus};

@@ -1,0 +1,118 @@
+//! `/v1/bundles/{sha256}`: content-addressed repository bundles, streamed and validated as
+//! they arrive.
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use futures_util::TryStreamExt;
+use tokio_util::io::{StreamReader, SyncIoBridge};
+use ultraplan_protocol::api::BundleUploaded;
+
+use crate::auth::AuthUser;
+use crate::bundles::{self, BundleStats};
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+use crate::store::{BundleRow, now_ms};
+
+fn check_sha(sha: &str) -> ApiResult<()> {
+    if bundles::is_valid_sha256(sha) {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(
+            "invalid_sha256",
+            "the path must be the 64-character lowercase hex sha256 of the bundle",
+        ))
+    }
+}
+
+/// 200 when the caller already uploaded this bundle (skip the upload), else 404.
+#[utoipa::path(head, path = "/v1/bundles/{sha256}", tag = "bundles",
+    params(("sha256" = String, Path, description = "sha256 of the .tar.gz")),
+    responses((status = 200, description = "held"), (status = 404, description = "not held")),
+    security(("bearer" = [])))]
+pub async fn head(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(sha): Path<String>,
+) -> ApiResult<StatusCode> {
+    check_sha(&sha)?;
+    let held = state.store.owned_bundle(&user.id, &sha).await?.is_some()
+        && bundles::bundle_exists(&state.config.bundles_dir(), &sha);
+    Ok(if held {
+        StatusCode::OK
+    } else {
+        StatusCode::NOT_FOUND
+    })
+}
+
+/// Upload a gzip'd tar. Hostile archives are refused with 4xx and leave nothing behind.
+#[utoipa::path(put, path = "/v1/bundles/{sha256}", tag = "bundles",
+    params(("sha256" = String, Path, description = "sha256 of the .tar.gz")),
+    request_body(content = Vec<u8>, content_type = "application/gzip"),
+    responses((status = 200, body = BundleUploaded),
+        (status = 400, body = ultraplan_protocol::api::ErrorBody),
+        (status = 413, body = ultraplan_protocol::api::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn put(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(sha): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Json<BundleUploaded>> {
+    check_sha(&sha)?;
+    check_headers(&headers, state.config.bundle_limits.max_archive_bytes)?;
+    let stats = ingest(&state, &sha, body).await?;
+    let row = BundleRow {
+        sha256: stats.sha256.clone(),
+        files: i64::try_from(stats.files).unwrap_or(i64::MAX),
+        bytes: i64::try_from(stats.archive_bytes).unwrap_or(i64::MAX),
+        unpacked_bytes: i64::try_from(stats.unpacked_bytes).unwrap_or(i64::MAX),
+        created_at: now_ms(),
+    };
+    state.store.put_bundle(&user.id, &row).await?;
+    tracing::info!(sha256 = %sha, files = stats.files, bytes = stats.archive_bytes, "bundle stored");
+    Ok(Json(BundleUploaded {
+        bundle_id: stats.sha256,
+        files: stats.files,
+        bytes: stats.archive_bytes,
+        unpacked_bytes: stats.unpacked_bytes,
+    }))
+}
+
+fn check_headers(headers: &HeaderMap, max: u64) -> ApiResult<()> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > max) {
+        return Err(ApiError::PayloadTooLarge(format!(
+            "the bundle exceeds the server's {max}-byte limit"
+        )));
+    }
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/gzip");
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    match essence {
+        "application/gzip" | "application/x-gzip" | "application/octet-stream" => Ok(()),
+        other => Err(ApiError::bad_request(
+            "unsupported_media_type",
+            format!("bundles are application/gzip, not {other}"),
+        )),
+    }
+}
+
+async fn ingest(state: &AppState, sha: &str, body: Body) -> ApiResult<BundleStats> {
+    let stream = body.into_data_stream().map_err(std::io::Error::other);
+    let reader = SyncIoBridge::new(StreamReader::new(stream));
+    let root = state.config.bundles_dir();
+    let limits = state.config.bundle_limits.clone();
+    let sha = sha.to_owned();
+    tokio::task::spawn_blocking(move || bundles::ingest_bundle(reader, &sha, &root, &limits))
+        .await
+        .map_err(|e| ApiError::Internal(format!("bundle task failed: {e}")))?
+        .map_err(ApiError::from)
+}

@@ -1,0 +1,113 @@
+//! `/v1/sessions/{id}/events`: page the log (with long-poll) and post user messages.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::Deserialize;
+use tokio::time::Instant;
+use ultraplan_protocol::api::{EventsPage, PostEventsRequest, PostEventsResponse};
+use ultraplan_protocol::constants::{MAX_EVENTS_PAGE, MAX_EVENTS_WAIT_SECS};
+use ultraplan_protocol::events::Event;
+use ultraplan_protocol::session::SessionStatus;
+
+use super::extract::{ApiJson, ApiQuery};
+use super::sessions::owned_session;
+use crate::auth::AuthUser;
+use crate::error::{ApiError, ApiResult};
+use crate::sessions;
+use crate::state::AppState;
+
+/// Query of `GET /v1/sessions/{id}/events`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct EventsQuery {
+    /// Only events with a larger id (default 0: from the start).
+    pub after_id: Option<i64>,
+    /// At most this many events (default and max 100).
+    pub limit: Option<u32>,
+    /// Hold the request up to this many seconds (max 25) until an event arrives.
+    pub wait: Option<u64>,
+}
+
+fn page(data: Vec<Event>, has_more: bool) -> EventsPage {
+    EventsPage {
+        first_id: data.first().map(|e| e.id),
+        last_id: data.last().map(|e| e.id),
+        data,
+        has_more,
+    }
+}
+
+/// Page through a session's events; with `wait`, hold the request until one arrives.
+#[utoipa::path(get, path = "/v1/sessions/{id}/events", tag = "events",
+    params(("id" = String, Path, description = "Session id"), EventsQuery),
+    responses((status = 200, body = EventsPage), (status = 404, body = ultraplan_protocol::api::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<EventsQuery>,
+) -> ApiResult<Json<EventsPage>> {
+    let row = owned_session(&state, &user, &id).await?;
+    let after_id = q.after_id.unwrap_or(0).max(0);
+    let limit = q.limit.unwrap_or(MAX_EVENTS_PAGE).clamp(1, MAX_EVENTS_PAGE);
+    let wait = Duration::from_secs(q.wait.unwrap_or(0).min(MAX_EVENTS_WAIT_SECS));
+    state.hub.record_poll(&id);
+    let mut wake = state.hub.subscribe(&id);
+    let deadline = Instant::now() + wait;
+    loop {
+        let (events, has_more) = state.store.list_events(&id, after_id, limit).await?;
+        let give_up =
+            wait.is_zero() || row.status == SessionStatus::Archived || Instant::now() >= deadline;
+        if !events.is_empty() || give_up {
+            return Ok(Json(page(events, has_more)));
+        }
+        tokio::select! {
+            changed = wake.changed() => {
+                if changed.is_err() {
+                    return Ok(Json(page(Vec::new(), false)));
+                }
+            }
+            () = tokio::time::sleep_until(deadline) => {}
+        }
+    }
+}
+
+/// Post user messages: answer the agent's question or steer it.
+#[utoipa::path(post, path = "/v1/sessions/{id}/events", tag = "events",
+    params(("id" = String, Path, description = "Session id")),
+    request_body = PostEventsRequest,
+    responses((status = 200, body = PostEventsResponse),
+        (status = 400, body = ultraplan_protocol::api::ErrorBody),
+        (status = 409, body = ultraplan_protocol::api::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn post(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<PostEventsRequest>,
+) -> ApiResult<Json<PostEventsResponse>> {
+    let row = owned_session(&state, &user, &id).await?;
+    if row.status == SessionStatus::Archived {
+        return Err(ApiError::conflict(
+            "session_archived",
+            "the session is archived",
+        ));
+    }
+    sessions::validate_client_events(&req.events)?;
+    for event in &req.events {
+        for (tool_use_id, _, _) in event.tool_results() {
+            if state.store.plan(&id, tool_use_id).await?.is_some() {
+                return Err(ApiError::bad_request(
+                    "use_decision_endpoint",
+                    format!(
+                        "{tool_use_id} is a plan: decide it with POST /v1/sessions/{id}/plans/{tool_use_id}/decision"
+                    ),
+                ));
+            }
+        }
+    }
+    let data = sessions::append(&state, &row, &req.events).await?;
+    Ok(Json(PostEventsResponse { data }))
+}

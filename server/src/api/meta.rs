@@ -1,0 +1,101 @@
+//! Liveness, metrics, eligibility and the OpenAPI document.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use ultraplan_protocol::api::{Eligibility, Health, Reason, ReasonCode};
+
+use super::sessions::user_flags;
+use crate::auth::MaybeUser;
+use crate::error::ApiResult;
+use crate::state::AppState;
+
+/// Liveness.
+#[utoipa::path(get, path = "/healthz", tag = "meta", responses((status = 200, body = Health)))]
+pub async fn healthz() -> Json<Health> {
+    Json(Health {
+        status: "ok".to_owned(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+    })
+}
+
+/// Prometheus text exposition.
+#[utoipa::path(get, path = "/metrics", tag = "meta",
+    responses((status = 200, description = "Prometheus text", content_type = "text/plain")))]
+pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    #[allow(clippy::cast_precision_loss)]
+    let waiting = state.hub.len() as f64;
+    let body = state.counters.render(&[(
+        "event_waiters",
+        "Sessions with a long-poll waiter or a recent append.",
+        waiting,
+    )]);
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        body,
+    )
+}
+
+/// Whether the caller may launch a session, why not, and the flags in force.
+#[utoipa::path(get, path = "/v1/eligibility", tag = "meta",
+    responses((status = 200, body = Eligibility)), security((), ("bearer" = [])))]
+pub async fn eligibility(
+    State(state): State<AppState>,
+    MaybeUser(user): MaybeUser,
+) -> ApiResult<Json<Eligibility>> {
+    let Some(user) = user else {
+        return Ok(Json(Eligibility {
+            eligible: false,
+            reasons: vec![Reason {
+                code: ReasonCode::NotLoggedIn,
+                message: "Not logged in: run `ultraplan login --server URL --token TOKEN` with a \
+                          token from `ultraplan-server user add NAME`."
+                    .to_owned(),
+            }],
+            flags: None,
+        }));
+    };
+    let flags = user_flags(&state, &user.id).await?;
+    let mut reasons = Vec::new();
+    if !flags.enabled {
+        reasons.push(Reason {
+            code: ReasonCode::PolicyBlocked,
+            message: "ultraplan is disabled for this account by the server's policy \
+                      (flag ultraplan_enabled)."
+                .to_owned(),
+        });
+    }
+    let openai = state.config.openai_api_key.is_some() || state.config.openai_base_url.is_some();
+    if let Some(problem) = crate::config::model_problem(
+        &flags.model,
+        state.config.anthropic_api_key.is_some(),
+        openai,
+    ) {
+        reasons.push(Reason {
+            code: ReasonCode::NoModel,
+            message: format!("The model '{}' cannot be used: {problem}.", flags.model),
+        });
+    }
+    reasons.push(Reason {
+        code: ReasonCode::NoRunner,
+        message: "This server has no sandbox runner yet: sessions can be created, paged and \
+                  reviewed, but no agent will run them."
+            .to_owned(),
+    });
+    Ok(Json(Eligibility {
+        eligible: reasons.is_empty(),
+        reasons,
+        flags: Some(flags.effective()),
+    }))
+}
+
+/// The OpenAPI document, generated from the handlers and wire types.
+#[utoipa::path(get, path = "/v1/openapi.json", tag = "meta",
+    responses((status = 200, description = "OpenAPI 3.1 document")))]
+pub async fn openapi() -> impl IntoResponse {
+    Json(crate::openapi::document())
+}

@@ -1,0 +1,39 @@
+//! The `/v1` JSON API (DESIGN §3.1).
+
+pub mod bundles;
+pub mod events;
+mod extract;
+pub mod meta;
+pub mod sessions;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, head, post};
+
+use crate::state::AppState;
+
+/// Routes of the API, health and metrics.
+pub fn routes(max_json_body: usize) -> Router<AppState> {
+    Router::new()
+        .route("/healthz", get(meta::healthz))
+        .route("/metrics", get(meta::metrics))
+        .route("/v1/openapi.json", get(meta::openapi))
+        .route("/v1/eligibility", get(meta::eligibility))
+        .route(
+            "/v1/bundles/{sha256}",
+            head(bundles::head).put(bundles::put),
+        )
+        .route("/v1/sessions", get(sessions::list).post(sessions::create))
+        .route("/v1/sessions/{id}", get(sessions::get))
+        .route(
+            "/v1/sessions/{id}/events",
+            get(events::list).post(events::post),
+        )
+        .route("/v1/sessions/{id}/archive", post(sessions::archive))
+        .route("/v1/sessions/{id}/plans", get(sessions::plans))
+        .route(
+            "/v1/sessions/{id}/plans/{tool_use_id}/decision",
+            post(sessions::decide),
+        )
+        .layer(DefaultBodyLimit::max(max_json_body))
+}

@@ -1,0 +1,205 @@
+//! The bundle store: streaming ingestion of uploaded repository bundles (gzip'd tar) with
+//! hostile-archive-safe extraction (DESIGN.md §3.1 `PUT /v1/bundles/{sha256}`, §5 Bundles).
+//!
+//! Layout under `store_root`:
+//! - `<sha>/`: the extracted tree (dirs 0755, files 0644 or 0755, relative symlinks that stay
+//!   inside, hard links);
+//! - `<sha>.tar.gz`: the upload as received;
+//! - `.staging/<unique>/`: in-flight uploads, removed when they finish, whatever the outcome.
+//!
+//! Everything here is blocking; call it from `tokio::task::spawn_blocking`. Linux/Unix only.
+
+mod error;
+mod extract;
+mod limits;
+mod links;
+mod paths;
+mod staging;
+mod stream;
+mod tree;
+
+#[cfg(test)]
+mod tests;
+
+use std::fs;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use flate2::read::MultiGzDecoder;
+
+pub use error::BundleError;
+pub use limits::{BundleLimits, BundleStats};
+
+use error::display_path;
+use extract::Extractor;
+use limits::MAX_TRAILING_BYTES;
+use staging::Staging;
+use stream::{Guard, Shared, Tee, stream_error};
+
+/// `true` for 64 lowercase hex characters (the form bundle ids take).
+pub fn is_valid_sha256(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Where the extracted tree of bundle `sha` lives. Does not validate `sha`: check it with
+/// [`is_valid_sha256`] first.
+pub fn bundle_dir(store_root: &Path, sha: &str) -> PathBuf {
+    store_root.join(sha)
+}
+
+/// Where the uploaded archive of bundle `sha` is kept. Does not validate `sha`.
+pub fn archive_path(store_root: &Path, sha: &str) -> PathBuf {
+    store_root.join(format!("{sha}.tar.gz"))
+}
+
+/// `true` when bundle `sha` is fully stored (tree and archive). `false` for invalid ids.
+pub fn bundle_exists(store_root: &Path, sha: &str) -> bool {
+    is_valid_sha256(sha)
+        && fs::symlink_metadata(bundle_dir(store_root, sha)).is_ok_and(|m| m.is_dir())
+        && fs::symlink_metadata(archive_path(store_root, sha)).is_ok_and(|m| m.is_file())
+}
+
+/// Receive one bundle upload.
+///
+/// Streams `reader` (a gzip'd tar, possibly several concatenated gzip members) while hashing
+/// the raw bytes and copying them aside; validates every entry as it arrives and unpacks it
+/// into a fresh staging dir; drains the stream and compares its sha256 to `expected_sha256`;
+/// then renames the tree to `<store_root>/<sha>/` and the archive to `<store_root>/<sha>.tar.gz`.
+/// If another upload of the same sha got there first, theirs is kept and this still returns
+/// `Ok`. On any error everything this call created is removed. `store_root` is created if
+/// missing (and never removed).
+///
+/// On a refusal the reader is *not* drained: the caller drops the rest of the body.
+pub fn ingest_bundle<R: Read>(
+    reader: R,
+    expected_sha256: &str,
+    store_root: &Path,
+    limits: &BundleLimits,
+) -> Result<BundleStats, BundleError> {
+    if !is_valid_sha256(expected_sha256) {
+        let shown = display_path(expected_sha256.as_bytes());
+        tracing::warn!(code = "invalid_sha256", sha = ?shown, "bundle upload refused");
+        return Err(BundleError::InvalidSha256(shown));
+    }
+    let span = tracing::info_span!("bundle_ingest", sha = %expected_sha256);
+    let _entered = span.enter();
+
+    let outcome = fs::create_dir_all(store_root)
+        .map_err(|e| BundleError::io("creating the bundle store", e))
+        .and_then(|()| Staging::create(store_root, expected_sha256))
+        .and_then(|staging| {
+            let stats = receive(reader, expected_sha256, &staging, limits)?;
+            let won = staging.publish(store_root, expected_sha256)?;
+            Ok((stats, won))
+        });
+    match outcome {
+        Ok((stats, won)) => {
+            if won {
+                tracing::info!(
+                    files = stats.files,
+                    archive_bytes = stats.archive_bytes,
+                    unpacked_bytes = stats.unpacked_bytes,
+                    "bundle stored"
+                );
+            } else {
+                tracing::info!(
+                    files = stats.files,
+                    "bundle already stored; kept the existing copy"
+                );
+            }
+            Ok(stats)
+        }
+        Err(e) if e.is_client_error() => {
+            tracing::warn!(code = e.code(), error = %e, "bundle upload refused");
+            Err(e)
+        }
+        Err(e) => {
+            tracing::error!(code = e.code(), error = %e, "bundle upload failed");
+            Err(e)
+        }
+    }
+}
+
+/// Everything up to (not including) publishing: stream, extract, verify, hash.
+fn receive<R: Read>(
+    reader: R,
+    expected_sha256: &str,
+    staging: &Staging,
+    limits: &BundleLimits,
+) -> Result<BundleStats, BundleError> {
+    let shared = Rc::new(Shared::default());
+    let archive_file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&staging.archive)
+        .map_err(|e| BundleError::io("creating the archive copy", e))?;
+    let tee = Tee::new(
+        reader,
+        archive_file,
+        Rc::clone(&shared),
+        limits.max_archive_bytes,
+    );
+    let mut guard = Guard::new(
+        MultiGzDecoder::new(tee),
+        Rc::clone(&shared),
+        limits.max_ratio,
+        limits.ratio_grace_bytes,
+    );
+    let root = fs::canonicalize(&staging.tree)
+        .map_err(|e| BundleError::io("resolving the staging tree", e))?;
+    let mut extractor = Extractor::new(root, limits, Rc::clone(&shared));
+    extractor.extract_all(&mut guard)?;
+    drain_tar_padding(&mut guard, &shared, limits)?;
+
+    // The gzip decoder has seen end of input; make sure of it, then hash.
+    let mut tee = guard.into_inner().into_inner();
+    io::copy(&mut tee, &mut io::sink()).map_err(|e| stream_error(&shared, limits, e, None))?;
+    let actual = tee
+        .finish()
+        .map_err(|e| BundleError::io("saving the uploaded archive", e))?;
+    if actual != expected_sha256 {
+        return Err(BundleError::HashMismatch {
+            expected: expected_sha256.to_owned(),
+            actual,
+        });
+    }
+    extractor.verify_symlinks()?;
+    Ok(BundleStats {
+        sha256: actual,
+        files: extractor.files,
+        archive_bytes: shared.raw.get(),
+        unpacked_bytes: extractor.written,
+    })
+}
+
+/// After the tar end-of-archive marker only zero padding may follow (a little of it):
+/// anything else would be data we silently ignore, e.g. a second concatenated tar.
+fn drain_tar_padding<R: Read>(
+    decompressed: &mut R,
+    shared: &Shared,
+    limits: &BundleLimits,
+) -> Result<(), BundleError> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total = 0u64;
+    loop {
+        let n = match decompressed.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(stream_error(shared, limits, e, None)),
+        };
+        total += n as u64;
+        let detail = if buf[..n].iter().any(|&b| b != 0) {
+            "non-zero data after the end of the tar archive"
+        } else if total > MAX_TRAILING_BYTES {
+            "too much padding after the end of the tar archive"
+        } else {
+            continue;
+        };
+        return Err(BundleError::MalformedArchive {
+            entry: None,
+            detail: detail.to_owned(),
+        });
+    }
+}

@@ -1,0 +1,7 @@
+//! Behaviour tests for bundle ingestion; every archive is built here, byte by byte.
+
+mod attacks;
+mod fuzz;
+mod happy;
+mod limits;
+mod support;

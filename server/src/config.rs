@@ -1,0 +1,178 @@
+//! Server configuration, from flags and environment (DESIGN §3.6). Secrets never appear in
+//! `Debug` output or logs.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use crate::bundles::BundleLimits;
+
+/// A string that must not be logged: API keys, database passwords.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wrap a secret value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The secret itself, for the one place that must send it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+/// Which sandbox runs agents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RunnerKind {
+    Auto,
+    Docker,
+    Bwrap,
+    Process,
+}
+
+/// Everything the server needs to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub bind: SocketAddr,
+    pub data_dir: PathBuf,
+    /// Base URL for links (review pages); defaults to `http://<bind>`.
+    pub public_url: String,
+    /// Database URL; may carry a password.
+    pub database_url: Secret,
+    pub runner: RunnerKind,
+    /// `anthropic:<model>`, `openai:<model>` or `offline`.
+    pub model: String,
+    pub anthropic_api_key: Option<Secret>,
+    pub anthropic_base_url: Option<String>,
+    pub openai_api_key: Option<Secret>,
+    pub openai_base_url: Option<String>,
+    pub bundle_limits: BundleLimits,
+    /// Largest JSON request body.
+    pub max_json_body: usize,
+}
+
+impl Config {
+    /// Defaults for a data directory: SQLite inside it, loopback bind, the offline model.
+    pub fn for_data_dir(data_dir: &Path) -> Self {
+        let bind = SocketAddr::from(([127, 0, 0, 1], 7878));
+        Config {
+            bind,
+            data_dir: data_dir.to_path_buf(),
+            public_url: format!("http://{bind}"),
+            database_url: Secret::new(sqlite_url(data_dir)),
+            runner: RunnerKind::Auto,
+            model: "offline".to_owned(),
+            anthropic_api_key: None,
+            anthropic_base_url: None,
+            openai_api_key: None,
+            openai_base_url: None,
+            bundle_limits: BundleLimits::default(),
+            max_json_body: 2 * 1024 * 1024,
+        }
+    }
+
+    /// The model to use when none is configured: Anthropic when its key is set, else offline.
+    pub fn default_model(anthropic_key: bool, openai_key: bool) -> String {
+        if anthropic_key {
+            "anthropic:claude-sonnet-4-5".to_owned()
+        } else if openai_key {
+            "openai:gpt-4.1".to_owned()
+        } else {
+            "offline".to_owned()
+        }
+    }
+
+    /// Where bundles live.
+    pub fn bundles_dir(&self) -> PathBuf {
+        self.data_dir.join("bundles")
+    }
+
+    /// Why the configured model cannot be used, if it cannot.
+    pub fn model_problem(&self) -> Option<String> {
+        model_problem(
+            &self.model,
+            self.anthropic_api_key.is_some(),
+            self.openai_api_key.is_some() || self.openai_base_url.is_some(),
+        )
+    }
+}
+
+/// Why `model` cannot be used given which providers are configured.
+pub fn model_problem(model: &str, anthropic: bool, openai: bool) -> Option<String> {
+    match model.split_once(':') {
+        _ if model == "offline" => None,
+        Some(("anthropic", m)) if !m.is_empty() => {
+            (!anthropic).then(|| "ANTHROPIC_API_KEY is not set on the server".to_owned())
+        }
+        Some(("openai", m)) if !m.is_empty() => (!openai)
+            .then(|| "neither OPENAI_API_KEY nor OPENAI_BASE_URL is set on the server".to_owned()),
+        _ => Some(format!(
+            "unknown model '{model}': use anthropic:<model>, openai:<model> or offline"
+        )),
+    }
+}
+
+/// The SQLite URL for a data dir.
+pub fn sqlite_url(data_dir: &Path) -> String {
+    format!("sqlite://{}", data_dir.join("ultraplan.db").display())
+}
+
+/// `$XDG_DATA_HOME/ultraplan`, else `~/.local/share/ultraplan`, else `./.ultraplan-data`.
+pub fn default_data_dir() -> PathBuf {
+    if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(xdg).join("ultraplan");
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(home).join(".local/share/ultraplan");
+    }
+    PathBuf::from(".ultraplan-data")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_redacted_in_debug() {
+        let mut config = Config::for_data_dir(Path::new("/tmp/x"));
+        config.anthropic_api_key = Some(Secret::new("sk-ant-very-secret"));
+        config.database_url = Secret::new("postgres://u:pw@h/db");
+        let printed = format!("{config:?}");
+        assert!(!printed.contains("very-secret"), "{printed}");
+        assert!(!printed.contains("pw@"), "{printed}");
+        assert!(printed.contains("[redacted]"));
+    }
+
+    #[test]
+    fn model_problems_are_explained() {
+        let cases = [
+            ("offline", false, false, None),
+            ("anthropic:claude", true, false, None),
+            ("anthropic:claude", false, false, Some("ANTHROPIC_API_KEY")),
+            ("openai:gpt", false, true, None),
+            ("openai:gpt", false, false, Some("OPENAI")),
+            ("anthropic:", true, true, Some("unknown model")),
+            ("gpt-4", true, true, Some("unknown model")),
+        ];
+        for (model, a, o, want) in cases {
+            let got = model_problem(model, a, o);
+            match want {
+                None => assert_eq!(got, None, "{model}"),
+                Some(fragment) => {
+                    assert!(
+                        got.as_deref().is_some_and(|g| g.contains(fragment)),
+                        "{model}: {got:?}"
+                    )
+                }
+            }
+        }
+    }
+}

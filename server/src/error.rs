@@ -1,0 +1,133 @@
+//! The one error type every handler returns: `{error:{code, message}}` with the right status,
+//! never internals.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use ultraplan_protocol::api::{ErrorBody, ErrorDetail};
+
+use crate::bundles::BundleError;
+use crate::store::StoreError;
+
+/// An API error.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("missing or invalid API token")]
+    Unauthorized,
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    #[error("{message}")]
+    BadRequest { code: &'static str, message: String },
+    #[error("{message}")]
+    Conflict { code: &'static str, message: String },
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    /// A 400 with a stable code.
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError::BadRequest {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// A 409 with a stable code.
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError::Conflict {
+            code,
+            message: message.into(),
+        }
+    }
+
+    fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::BadRequest { code, .. } => (StatusCode::BAD_REQUEST, code),
+            ApiError::Conflict { code, .. } => (StatusCode::CONFLICT, code),
+            ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
+            ApiError::Store(StoreError::NotFound(_)) => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::Store(StoreError::AlreadyExists(_)) => (StatusCode::CONFLICT, "exists"),
+            ApiError::Store(_) | ApiError::Internal(_) => {
+                (StatusCode::INTERNAL_SERVER_ERROR, "internal")
+            }
+            ApiError::Bundle(e) if !e.is_client_error() => {
+                (StatusCode::INTERNAL_SERVER_ERROR, "internal")
+            }
+            ApiError::Bundle(e) if e.code() == "archive_too_large" || e.code() == "too_large" => {
+                (StatusCode::PAYLOAD_TOO_LARGE, e.code())
+            }
+            ApiError::Bundle(e) => (StatusCode::BAD_REQUEST, e.code()),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.status_and_code();
+        let message = if status == StatusCode::INTERNAL_SERVER_ERROR {
+            tracing::error!(error = %self, "request failed");
+            "internal server error".to_owned()
+        } else {
+            self.to_string()
+        };
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: code.to_owned(),
+                message,
+            },
+        };
+        let mut response = (status, Json(body)).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+/// Result alias for handlers.
+pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_errors_hide_details() {
+        let cases = [
+            (ApiError::Internal("db password x".into()), 500, "internal"),
+            (ApiError::NotFound("session"), 404, "not_found"),
+            (ApiError::Unauthorized, 401, "unauthorized"),
+            (
+                ApiError::conflict("decision_conflict", "x"),
+                409,
+                "decision_conflict",
+            ),
+            (
+                ApiError::bad_request("invalid_event", "x"),
+                400,
+                "invalid_event",
+            ),
+            (ApiError::PayloadTooLarge("big".into()), 413, "too_large"),
+        ];
+        for (error, status, code) in cases {
+            let (s, c) = error.status_and_code();
+            assert_eq!((s.as_u16(), c), (status, code));
+        }
+        let response = ApiError::Internal("db password x".into()).into_response();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    }
+}

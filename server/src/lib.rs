@@ -1,0 +1,76 @@
+//! The ultraplan server: HTTP API, event log, bundle store and plan decisions.
+//!
+//! Build the app with [`router`] and run it with [`serve`]; [`open`] connects and migrates
+//! the configured store.
+
+pub mod api;
+pub mod auth;
+pub mod bundles;
+pub mod config;
+pub mod error;
+pub mod flags;
+pub mod hub;
+pub mod openapi;
+pub mod sessions;
+pub mod state;
+pub mod store;
+pub mod telemetry;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::header::{AUTHORIZATION, COOKIE};
+use tokio::net::TcpListener;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
+use tower_http::trace::TraceLayer;
+
+pub use config::Config;
+pub use state::AppState;
+
+/// The whole application.
+pub fn router(state: AppState) -> Router {
+    api::routes(state.config.max_json_body)
+        .layer(TraceLayer::new_for_http())
+        .layer(SetSensitiveRequestHeadersLayer::new([
+            AUTHORIZATION,
+            COOKIE,
+        ]))
+        .layer(CatchPanicLayer::new())
+        .with_state(state)
+}
+
+/// Serve until `shutdown` resolves, then finish in-flight requests.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = router(state);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// Connect to the configured database, apply migrations, and clear uploads that a previous
+/// process left half-done.
+pub async fn open(config: &Config) -> Result<Arc<dyn store::Store>, store::StoreError> {
+    let staging = config.bundles_dir().join(".staging");
+    if staging.exists()
+        && let Err(error) = std::fs::remove_dir_all(&staging)
+    {
+        tracing::warn!(%error, path = %staging.display(), "could not clear interrupted uploads");
+    }
+    if config.database_url.expose().starts_with("sqlite:") {
+        std::fs::create_dir_all(&config.data_dir).map_err(|e| {
+            store::StoreError::Corrupt(format!(
+                "cannot create data dir {}: {e}",
+                config.data_dir.display()
+            ))
+        })?;
+    }
+    let store = store::connect(config.database_url.expose()).await?;
+    store.migrate().await?;
+    Ok(store)
+}

@@ -1,0 +1,262 @@
+//! `ultraplan-server`: serve the API, run migrations, manage users and flags.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use ultraplan_server::config::{Config, RunnerKind, Secret, default_data_dir, sqlite_url};
+use ultraplan_server::flags::Flag;
+use ultraplan_server::store::{FlagRow, now_ms, redact_url};
+use ultraplan_server::{AppState, auth};
+
+#[derive(Parser)]
+#[command(
+    name = "ultraplan-server",
+    version,
+    about = "The ultraplan remote planning server"
+)]
+struct Cli {
+    /// Where the SQLite database, bundles and session workspaces live.
+    #[arg(long, env = "ULTRAPLAN_DATA_DIR", global = true)]
+    data_dir: Option<PathBuf>,
+    /// Database URL (default: SQLite in the data dir). postgres:// for PostgreSQL.
+    #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
+    database_url: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the HTTP server.
+    Serve(ServeArgs),
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Manage users.
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Inspect and set feature flags.
+    #[command(subcommand)]
+    Flags(FlagsCommand),
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "ULTRAPLAN_BIND", default_value = "127.0.0.1:7878")]
+    bind: SocketAddr,
+    /// Base URL used in links (default: http://<bind>).
+    #[arg(long, env = "ULTRAPLAN_PUBLIC_URL")]
+    public_url: Option<String>,
+    /// Sandbox for agents.
+    #[arg(long, env = "ULTRAPLAN_RUNNER", value_enum, default_value = "auto")]
+    runner: RunnerKind,
+    /// anthropic:<model>, openai:<model> or offline (default: anthropic if its key is set,
+    /// else openai if its key is set, else offline).
+    #[arg(long, env = "ULTRAPLAN_MODEL")]
+    model: Option<String>,
+    #[arg(long, env = "ANTHROPIC_API_KEY", hide_env_values = true)]
+    anthropic_api_key: Option<String>,
+    #[arg(long, env = "ANTHROPIC_BASE_URL")]
+    anthropic_base_url: Option<String>,
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
+    openai_api_key: Option<String>,
+    #[arg(long, env = "OPENAI_BASE_URL")]
+    openai_base_url: Option<String>,
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Create a user and print its API token (shown once).
+    Add { name: String },
+    /// Issue another API token for an existing user.
+    Token { name: String },
+}
+
+#[derive(Subcommand)]
+enum FlagsCommand {
+    /// Show every flag's stored values.
+    List,
+    /// Set a flag globally, for one user, or for a percentage of users.
+    Set {
+        name: String,
+        value: String,
+        /// Override for this user only.
+        #[arg(long)]
+        user: Option<String>,
+        /// Apply the global value to this percentage of users (stable per user).
+        #[arg(long, value_parser = clap::value_parser!(u8).range(0..=100))]
+        rollout: Option<u8>,
+    },
+}
+
+fn base_config(cli: &Cli) -> Config {
+    let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
+    let mut config = Config::for_data_dir(&data_dir);
+    let url = cli
+        .database_url
+        .clone()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| sqlite_url(&data_dir));
+    config.database_url = Secret::new(url);
+    config
+}
+
+fn apply_serve_args(config: &mut Config, args: ServeArgs) {
+    config.bind = args.bind;
+    config.public_url = args
+        .public_url
+        .unwrap_or_else(|| format!("http://{}", args.bind));
+    config.runner = args.runner;
+    let non_empty = |v: Option<String>| v.filter(|s| !s.is_empty());
+    config.anthropic_api_key = non_empty(args.anthropic_api_key).map(Secret::new);
+    config.anthropic_base_url = non_empty(args.anthropic_base_url);
+    config.openai_api_key = non_empty(args.openai_api_key).map(Secret::new);
+    config.openai_base_url = non_empty(args.openai_base_url);
+    config.model = non_empty(args.model).unwrap_or_else(|| {
+        Config::default_model(
+            config.anthropic_api_key.is_some(),
+            config.openai_api_key.is_some(),
+        )
+    });
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot listen for SIGTERM");
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+    tracing::info!("shutting down");
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("ULTRAPLAN_LOG")
+                .unwrap_or_else(|_| "info,sqlx=warn,tower_http=info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let mut config = base_config(&cli);
+    let store = ultraplan_server::open(&config)
+        .await
+        .with_context(|| format!("opening {}", redact_url(config.database_url.expose())))?;
+    match cli.command {
+        Command::Serve(args) => {
+            apply_serve_args(&mut config, args);
+            let listener = tokio::net::TcpListener::bind(config.bind)
+                .await
+                .with_context(|| format!("binding {}", config.bind))?;
+            let addr = listener.local_addr()?;
+            tracing::info!(%addr, model = %config.model, data_dir = %config.data_dir.display(), "ultraplan-server listening");
+            let state = AppState::new(config, store);
+            ultraplan_server::serve(listener, state, shutdown_signal()).await?;
+        }
+        Command::Migrate => tracing::info!("migrations applied"),
+        Command::User(UserCommand::Add { name }) => {
+            let token = auth::create_user_with_token(store.as_ref(), &name)
+                .await
+                .with_context(|| format!("creating user {name}"))?;
+            print_token(&name, &token);
+        }
+        Command::User(UserCommand::Token { name }) => {
+            let Some(user) = store.user_by_name(&name).await? else {
+                bail!("no user named {name}");
+            };
+            let token = auth::issue_token(store.as_ref(), &user.id).await?;
+            print_token(&name, &token);
+        }
+        Command::Flags(FlagsCommand::List) => list_flags(store.as_ref()).await?,
+        Command::Flags(FlagsCommand::Set {
+            name,
+            value,
+            user,
+            rollout,
+        }) => set_flag(store.as_ref(), &name, &value, user.as_deref(), rollout).await?,
+    }
+    Ok(())
+}
+
+#[allow(clippy::print_stdout)]
+fn print_token(name: &str, token: &str) {
+    eprintln!("Created an API token for {name}. It is shown once; store it now.");
+    println!("{token}");
+}
+
+#[allow(clippy::print_stdout)]
+async fn list_flags(store: &dyn ultraplan_server::store::Store) -> anyhow::Result<()> {
+    let rows = store.list_flags().await?;
+    println!("{:<18} {:<12} {:<8} VALUE", "FLAG", "USER", "ROLLOUT");
+    for flag in Flag::ALL {
+        let of_flag: Vec<_> = rows.iter().filter(|r| r.name == flag.name()).collect();
+        if of_flag.is_empty() {
+            println!("{:<18} {:<12} {:<8} (default)", flag.name(), "*", "-");
+        }
+        for row in of_flag {
+            let user = row.user_id.as_deref().unwrap_or("*");
+            let pct = row.rollout_pct.map_or("-".to_owned(), |p| format!("{p}%"));
+            println!("{:<18} {:<12} {:<8} {}", flag.name(), user, pct, row.value);
+        }
+    }
+    Ok(())
+}
+
+async fn set_flag(
+    store: &dyn ultraplan_server::store::Store,
+    name: &str,
+    value: &str,
+    user: Option<&str>,
+    rollout: Option<u8>,
+) -> anyhow::Result<()> {
+    let Some(flag) = Flag::parse(name) else {
+        let names: Vec<_> = Flag::ALL.iter().map(|f| f.name()).collect();
+        bail!("unknown flag {name}; flags: {}", names.join(", "));
+    };
+    flag.validate(value).map_err(anyhow::Error::msg)?;
+    if user.is_some() && rollout.is_some() {
+        bail!("--rollout applies to the global value; it cannot be combined with --user");
+    }
+    let user_id = match user {
+        Some(name) => Some(
+            store
+                .user_by_name(name)
+                .await?
+                .with_context(|| format!("no user named {name}"))?
+                .id,
+        ),
+        None => None,
+    };
+    store
+        .set_flag(&FlagRow {
+            name: flag.name().to_owned(),
+            user_id,
+            value: value.to_owned(),
+            rollout_pct: rollout,
+            updated_at: now_ms(),
+        })
+        .await?;
+    eprintln!(
+        "{} = {value} ({})",
+        flag.name(),
+        user.map_or("global".to_owned(), |u| format!("user {u}"))
+    );
+    Ok(())
+}

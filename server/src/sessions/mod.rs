@@ -1,0 +1,85 @@
+//! Session logic shared by the API and the pages: resources, appends that wake pollers and
+//! count telemetry, and plan decisions.
+
+mod decide;
+mod validate;
+
+pub use decide::{DecisionOutcome, decide};
+pub use validate::{validate_client_events, validate_create};
+
+use ultraplan_protocol::events::{ContentBlock, Event, EventBody};
+use ultraplan_protocol::session::{SessionKind, SessionResource};
+use ultraplan_protocol::{constants::EXIT_PLAN_MODE_TOOL, derive_phase};
+
+use crate::state::AppState;
+use crate::store::{SessionRow, StoreResult, format_ms};
+use crate::telemetry::names;
+
+/// The API resource of a stored session.
+pub fn resource(state: &AppState, row: &SessionRow) -> SessionResource {
+    SessionResource {
+        kind: SessionKind::Session,
+        id: row.id.clone(),
+        title: row.title.clone(),
+        session_status: row.status,
+        phase: derive_phase(row.status, row.has_pending_plan, false),
+        url: format!(
+            "{}/sessions/{}",
+            state.config.public_url.trim_end_matches('/'),
+            row.id
+        ),
+        created_at: format_ms(row.created_at),
+        updated_at: format_ms(row.updated_at),
+        session_context: row.context.clone(),
+        usage: row.usage,
+        bundle_id: row.bundle_id.clone(),
+        last_event_id: row.last_event_id,
+        plan_revisions: row.plan_revisions,
+        stalled: false,
+    }
+}
+
+/// Append events to a session's log, wake its pollers and count telemetry.
+pub async fn append(
+    state: &AppState,
+    session: &SessionRow,
+    events: &[EventBody],
+) -> StoreResult<Vec<Event>> {
+    let stored = state.store.append_events(&session.id, events).await?;
+    after_append(state, session, &stored).await;
+    Ok(stored)
+}
+
+/// Side effects of stored events: wake pollers, count telemetry.
+pub async fn after_append(state: &AppState, session: &SessionRow, stored: &[Event]) {
+    let Some(last) = stored.last() else {
+        return;
+    };
+    state.hub.notify(&session.id, last.id);
+    for event in stored {
+        if let Some(name) = telemetry_for(&event.body) {
+            let (name, labels) = name;
+            let labels: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            state
+                .telemetry(name, &labels, Some(&session.user_id), Some(&session.id))
+                .await;
+        }
+    }
+}
+
+fn telemetry_for(body: &EventBody) -> Option<(&'static str, Vec<(&'static str, String)>)> {
+    match body {
+        EventBody::Assistant(a) if a.parent_tool_use_id.is_none() => {
+            let waits = a.message.content.iter().any(|b| {
+                matches!(b, ContentBlock::ToolUse { name, .. }
+                    if name == EXIT_PLAN_MODE_TOOL
+                        || name == ultraplan_protocol::constants::ASK_USER_QUESTION_TOOL)
+            });
+            waits.then(|| (names::AWAITING_INPUT, Vec::new()))
+        }
+        EventBody::Result(r) if r.is_terminal() => {
+            Some((names::FAILED, vec![("reason", r.subtype.clone())]))
+        }
+        _ => None,
+    }
+}

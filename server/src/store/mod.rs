@@ -1,0 +1,203 @@
+//! Storage behind a trait: SQLite (the default) and PostgreSQL implement the same [`Store`].
+//!
+//! The event log is append-only. Appends are atomic and take ids from a per-session counter
+//! under the session row's write lock, so ids are strictly increasing per session and a reader
+//! paging with `after_id` never skips an event that commits late.
+
+mod models;
+mod postgres;
+mod sql;
+mod sqlite;
+
+use async_trait::async_trait;
+use ultraplan_protocol::api::Decision;
+use ultraplan_protocol::events::{Event, EventBody};
+use ultraplan_protocol::session::SessionStatus;
+
+pub use models::{
+    BundleRow, DecideOutcome, FlagRow, NewSession, PlanRow, SessionRow, TokenRow, UserRow,
+};
+pub use postgres::PostgresStore;
+pub use sqlite::SqliteStore;
+
+/// Errors from the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    #[error("{0} already exists")]
+    AlreadyExists(&'static str),
+    #[error("unsupported database url: {0}")]
+    UnsupportedUrl(String),
+}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(e: serde_json::Error) -> Self {
+        StoreError::Corrupt(e.to_string())
+    }
+}
+
+/// Result alias for store calls.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Everything the server persists.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Apply the embedded migrations.
+    async fn migrate(&self) -> StoreResult<()>;
+
+    // --- users and tokens ---
+    async fn create_user(&self, name: &str) -> StoreResult<UserRow>;
+    async fn user_by_name(&self, name: &str) -> StoreResult<Option<UserRow>>;
+    async fn add_token(
+        &self,
+        user_id: &str,
+        token_id: &str,
+        salt: &str,
+        hash: &str,
+    ) -> StoreResult<()>;
+    async fn token(&self, token_id: &str) -> StoreResult<Option<TokenRow>>;
+
+    // --- bundles ---
+    /// Record a validated bundle and that `user_id` holds it.
+    async fn put_bundle(&self, user_id: &str, bundle: &BundleRow) -> StoreResult<()>;
+    /// The bundle, if `user_id` uploaded it.
+    async fn owned_bundle(&self, user_id: &str, sha256: &str) -> StoreResult<Option<BundleRow>>;
+
+    // --- sessions and events ---
+    /// Create a session and append its first events in one transaction.
+    async fn create_session(
+        &self,
+        new: &NewSession,
+        events: &[EventBody],
+    ) -> StoreResult<(SessionRow, Vec<Event>)>;
+    /// The session if it belongs to `user_id`.
+    async fn session_for_user(&self, user_id: &str, id: &str) -> StoreResult<Option<SessionRow>>;
+    /// The session regardless of owner (for the orchestrator).
+    async fn session(&self, id: &str) -> StoreResult<Option<SessionRow>>;
+    /// A user's sessions, newest first.
+    async fn list_sessions(&self, user_id: &str, limit: u32) -> StoreResult<Vec<SessionRow>>;
+    /// Sessions in any of the given statuses, oldest first.
+    async fn sessions_with_status(
+        &self,
+        statuses: &[SessionStatus],
+    ) -> StoreResult<Vec<SessionRow>>;
+    /// Append events atomically. ExitPlanMode calls of the main agent create plan rows and put
+    /// the session into `requires_action`.
+    async fn append_events(
+        &self,
+        session_id: &str,
+        events: &[EventBody],
+    ) -> StoreResult<Vec<Event>>;
+    /// Events with `id > after_id`, oldest first, at most `limit`; and whether more follow.
+    async fn list_events(
+        &self,
+        session_id: &str,
+        after_id: i64,
+        limit: u32,
+    ) -> StoreResult<(Vec<Event>, bool)>;
+    async fn set_status(&self, session_id: &str, status: SessionStatus) -> StoreResult<()>;
+    /// Mark archived; `false` when it already was.
+    async fn archive_session(&self, session_id: &str) -> StoreResult<bool>;
+
+    // --- plans ---
+    async fn plan(&self, session_id: &str, tool_use_id: &str) -> StoreResult<Option<PlanRow>>;
+    async fn list_plans(&self, session_id: &str) -> StoreResult<Vec<PlanRow>>;
+    /// Take a decision on a pending plan atomically: the plan row changes and the decision's
+    /// tool_result event is appended in one transaction. Concurrent deciders see exactly one
+    /// `Decided`; the others see what stands.
+    async fn decide_plan(
+        &self,
+        session_id: &str,
+        tool_use_id: &str,
+        decision: &Decision,
+    ) -> StoreResult<DecideOutcome>;
+
+    // --- flags and telemetry ---
+    async fn list_flags(&self) -> StoreResult<Vec<FlagRow>>;
+    async fn set_flag(&self, row: &FlagRow) -> StoreResult<()>;
+    async fn record_telemetry(
+        &self,
+        name: &str,
+        labels: &serde_json::Value,
+        user_id: Option<&str>,
+        session_id: Option<&str>,
+    ) -> StoreResult<()>;
+    /// Count of telemetry rows with this name (for tests and admin).
+    async fn count_telemetry(&self, name: &str) -> StoreResult<i64>;
+}
+
+/// Open the store a database URL names: `sqlite:` / `sqlite://` paths or `postgres://`.
+pub async fn connect(url: &str) -> StoreResult<std::sync::Arc<dyn Store>> {
+    if url.starts_with("sqlite:") {
+        Ok(std::sync::Arc::new(SqliteStore::connect(url).await?))
+    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(std::sync::Arc::new(PostgresStore::connect(url).await?))
+    } else {
+        Err(StoreError::UnsupportedUrl(redact_url(url)))
+    }
+}
+
+/// A database URL with any password replaced, for messages and logs.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    match rest.split_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}:***@{host}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    let now = time::OffsetDateTime::now_utc();
+    i64::try_from(now.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
+}
+
+/// RFC 3339 rendering of a millisecond timestamp.
+pub fn format_ms(ms: i64) -> String {
+    let nanos = i128::from(ms) * 1_000_000;
+    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_redacted() {
+        let cases = [
+            (
+                "postgres://u:secret@h:5432/db",
+                "postgres://u:***@h:5432/db",
+            ),
+            ("postgres://h/db", "postgres://h/db"),
+            ("sqlite:///tmp/x.db", "sqlite:///tmp/x.db"),
+        ];
+        for (url, want) in cases {
+            assert_eq!(redact_url(url), want);
+        }
+    }
+
+    #[test]
+    fn timestamps_format_as_rfc3339() {
+        assert_eq!(format_ms(0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_ms(1_500), "1970-01-01T00:00:01.5Z");
+    }
+}

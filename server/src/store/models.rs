@@ -1,0 +1,197 @@
+//! Rows as the store hands them out, and the pure decision comparison.
+
+use ultraplan_protocol::api::{Decision, PlanResource, PlanStatus};
+use ultraplan_protocol::events::Event;
+use ultraplan_protocol::model::Usage;
+use ultraplan_protocol::session::{SessionContext, SessionStatus};
+
+use super::format_ms;
+
+/// A user account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserRow {
+    pub id: String,
+    pub name: String,
+    pub created_at: i64,
+}
+
+/// A stored API token: only its salted hash is kept.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TokenRow {
+    pub token_id: String,
+    pub user_id: String,
+    pub user_name: String,
+    pub salt: String,
+    pub hash: String,
+}
+
+impl std::fmt::Debug for TokenRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenRow")
+            .field("token_id", &self.token_id)
+            .field("user_id", &self.user_id)
+            .field("user_name", &self.user_name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A validated, content-addressed bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleRow {
+    pub sha256: String,
+    pub files: i64,
+    pub bytes: i64,
+    pub unpacked_bytes: i64,
+    pub created_at: i64,
+}
+
+/// What creating a session needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewSession {
+    pub id: String,
+    pub user_id: String,
+    pub title: String,
+    pub bundle_id: Option<String>,
+    pub context: SessionContext,
+    pub status: SessionStatus,
+}
+
+/// A stored session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRow {
+    pub id: String,
+    pub user_id: String,
+    pub title: String,
+    pub bundle_id: Option<String>,
+    pub status: SessionStatus,
+    pub context: SessionContext,
+    pub usage: Usage,
+    pub last_event_id: i64,
+    pub plan_revisions: u32,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub last_activity_at: i64,
+    pub archived_at: Option<i64>,
+    /// Whether an ExitPlanMode call awaits its decision.
+    pub has_pending_plan: bool,
+}
+
+/// One ExitPlanMode call of the main agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanRow {
+    pub session_id: String,
+    pub tool_use_id: String,
+    pub revision: u32,
+    pub plan: String,
+    pub status: PlanStatus,
+    pub decision: Option<Decision>,
+    pub event_id: i64,
+    pub decision_event_id: Option<i64>,
+    pub created_at: i64,
+    pub decided_at: Option<i64>,
+}
+
+impl PlanRow {
+    /// The API resource.
+    pub fn to_resource(&self) -> PlanResource {
+        PlanResource {
+            session_id: self.session_id.clone(),
+            tool_use_id: self.tool_use_id.clone(),
+            revision: self.revision,
+            status: self.status,
+            plan: self.plan.clone(),
+            decision: self.decision.clone(),
+            decided_at: self.decided_at.map(format_ms),
+            decision_event_id: self.decision_event_id,
+        }
+    }
+}
+
+/// A feature flag value: global when `user_id` is `None`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlagRow {
+    pub name: String,
+    pub user_id: Option<String>,
+    pub value: String,
+    pub rollout_pct: Option<u8>,
+    pub updated_at: i64,
+}
+
+/// Outcome of [`super::Store::decide_plan`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum DecideOutcome {
+    /// This call took the decision and appended its tool_result event.
+    Decided { plan: PlanRow, event: Event },
+    /// The same decision already stood: nothing changed.
+    AlreadyStands(PlanRow),
+    /// A different decision already stands.
+    Conflict(PlanRow),
+    /// No plan with that tool_use id in the session.
+    UnknownPlan,
+}
+
+/// The plan status a decision leads to.
+pub fn status_for(decision: &Decision) -> PlanStatus {
+    match decision {
+        Decision::Approve { .. } => PlanStatus::Approved,
+        Decision::Reject { .. } => PlanStatus::Rejected,
+        Decision::Teleport {} => PlanStatus::Teleported,
+    }
+}
+
+/// Whether a repeated decision is the same as the one that stands (so it is idempotent).
+/// An approval without a plan means "the proposed plan as it is".
+pub fn same_decision(standing: &Decision, requested: &Decision, proposed: &str) -> bool {
+    match (standing, requested) {
+        (Decision::Approve { plan: a }, Decision::Approve { plan: b }) => {
+            let a = a.as_deref().unwrap_or(proposed).trim();
+            let b = b.as_deref().unwrap_or(proposed).trim();
+            a == b
+        }
+        (Decision::Reject { feedback: a }, Decision::Reject { feedback: b }) => {
+            a.trim() == b.trim()
+        }
+        (Decision::Teleport {}, Decision::Teleport {}) => true,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn approve(plan: Option<&str>) -> Decision {
+        Decision::Approve {
+            plan: plan.map(str::to_owned),
+        }
+    }
+
+    fn reject(f: &str) -> Decision {
+        Decision::Reject {
+            feedback: f.to_owned(),
+        }
+    }
+
+    #[test]
+    fn repeated_decisions_compare_by_effect() {
+        let proposed = "the plan";
+        let cases = [
+            (approve(None), approve(None), true),
+            (approve(None), approve(Some("the plan\n")), true),
+            (approve(Some("edited")), approve(Some("edited")), true),
+            (approve(Some("edited")), approve(None), false),
+            (reject("no"), reject("no"), true),
+            (reject("no"), reject("other"), false),
+            (Decision::Teleport {}, Decision::Teleport {}, true),
+            (approve(None), Decision::Teleport {}, false),
+            (reject("no"), approve(None), false),
+        ];
+        for (standing, requested, want) in cases {
+            assert_eq!(
+                same_decision(&standing, &requested, proposed),
+                want,
+                "{standing:?} vs {requested:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! PostgreSQL backend, for deployments at scale.
+
+use sqlx::postgres::PgPoolOptions;
+use sqlx::{PgPool, Postgres};
+
+use super::sql::{impl_store, plan_cols, session_cols};
+
+/// The PostgreSQL store.
+#[derive(Debug, Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+}
+
+impl PostgresStore {
+    const MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+    /// Connect to the database a `postgres://` URL names.
+    pub async fn connect(url: &str) -> Result<Self, super::StoreError> {
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            .connect(url)
+            .await?;
+        Ok(PostgresStore { pool })
+    }
+
+    /// Row locks taken by the first UPDATE of each write serialise concurrent appends.
+    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, Postgres>, sqlx::Error> {
+        self.pool.begin().await
+    }
+}
+
+impl_store!(PostgresStore, Postgres);

@@ -1,0 +1,42 @@
+//! SQLite backend: the default, a WAL-mode file in the data dir.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Sqlite, SqlitePool};
+
+use super::sql::{impl_store, plan_cols, session_cols};
+
+/// The SQLite store.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    const MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+
+    /// Open (creating if missing) the database a `sqlite:` URL names.
+    pub async fn connect(url: &str) -> Result<Self, super::StoreError> {
+        let options = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(30))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await?;
+        Ok(SqliteStore { pool })
+    }
+
+    /// Writers take the database lock up front so concurrent writers queue on the busy
+    /// timeout instead of failing on a lock upgrade.
+    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, Sqlite>, sqlx::Error> {
+        self.pool.begin_with("BEGIN IMMEDIATE").await
+    }
+}
+
+impl_store!(SqliteStore, Sqlite);

@@ -1,0 +1,10 @@
+//! Integration tests of the server: the store suite on both backends, and the HTTP API over
+//! real TCP against SQLite and PostgreSQL.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod api;
+mod bundles;
+mod decisions;
+mod events;
+mod store_suite;
+mod support;

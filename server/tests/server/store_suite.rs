@@ -1,0 +1,452 @@
+//! One store suite, run against SQLite and PostgreSQL alike.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use ultraplan_protocol::api::{Decision, PlanStatus};
+use ultraplan_protocol::events::{AssistantEvent, EventBody};
+use ultraplan_protocol::session::{SessionContext, SessionStatus};
+use ultraplan_server::store::{
+    BundleRow, DecideOutcome, FlagRow, NewSession, SessionRow, Store, StoreError,
+};
+
+use crate::support::exit_plan_mode;
+
+macro_rules! store_suite {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let (store, _db) = crate::support::store(crate::support::Backend::Sqlite).await;
+                    super::$name(store).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let (store, _db) = crate::support::store(crate::support::Backend::Postgres).await;
+                    super::$name(store).await;
+                }
+            )*
+        }
+    };
+}
+
+store_suite!(
+    users_and_tokens,
+    bundles_are_owned_per_user,
+    sessions_are_scoped_to_their_owner,
+    event_ids_increase_and_page,
+    concurrent_appends_never_collide,
+    exit_plan_mode_creates_plan_revisions,
+    decisions_are_atomic_and_idempotent,
+    concurrent_decisions_have_one_winner,
+    archive_is_once,
+    flags_upsert,
+    telemetry_counts,
+    migrations_are_idempotent,
+);
+
+async fn new_session(store: &Arc<dyn Store>, user_id: &str) -> SessionRow {
+    let new = NewSession {
+        id: uuid::Uuid::new_v4().to_string(),
+        user_id: user_id.to_owned(),
+        title: "fix auth".to_owned(),
+        bundle_id: None,
+        context: SessionContext::default(),
+        status: SessionStatus::Idle,
+    };
+    let (row, events) = store
+        .create_session(&new, &[EventBody::user_text("fix auth")])
+        .await
+        .expect("create");
+    assert_eq!(events.len(), 1);
+    row
+}
+
+async fn users_and_tokens(store: Arc<dyn Store>) {
+    let user = store.create_user("ada").await.expect("user");
+    assert!(matches!(
+        store.create_user("ada").await,
+        Err(StoreError::AlreadyExists("user"))
+    ));
+    store
+        .add_token(&user.id, "t1", "salt", "hash")
+        .await
+        .expect("token");
+    let token = store.token("t1").await.expect("lookup").expect("found");
+    assert_eq!(
+        (token.user_id.as_str(), token.user_name.as_str()),
+        (user.id.as_str(), "ada")
+    );
+    assert_eq!(token.hash, "hash");
+    assert!(store.token("nope").await.expect("lookup").is_none());
+    assert_eq!(
+        store
+            .user_by_name("ada")
+            .await
+            .expect("by name")
+            .map(|u| u.id),
+        Some(user.id)
+    );
+}
+
+async fn bundles_are_owned_per_user(store: Arc<dyn Store>) {
+    let a = store.create_user("a").await.expect("a");
+    let b = store.create_user("b").await.expect("b");
+    let bundle = BundleRow {
+        sha256: "f".repeat(64),
+        files: 3,
+        bytes: 100,
+        unpacked_bytes: 300,
+        created_at: 1,
+    };
+    store.put_bundle(&a.id, &bundle).await.expect("put");
+    store
+        .put_bundle(&a.id, &bundle)
+        .await
+        .expect("put again is fine");
+    assert_eq!(
+        store.owned_bundle(&a.id, &bundle.sha256).await.expect("a"),
+        Some(bundle.clone())
+    );
+    assert_eq!(
+        store.owned_bundle(&b.id, &bundle.sha256).await.expect("b"),
+        None
+    );
+    store
+        .put_bundle(&b.id, &bundle)
+        .await
+        .expect("b uploads too");
+    assert!(
+        store
+            .owned_bundle(&b.id, &bundle.sha256)
+            .await
+            .expect("b")
+            .is_some()
+    );
+}
+
+async fn sessions_are_scoped_to_their_owner(store: Arc<dyn Store>) {
+    let a = store.create_user("a").await.expect("a");
+    let b = store.create_user("b").await.expect("b");
+    let s = new_session(&store, &a.id).await;
+    assert!(
+        store
+            .session_for_user(&a.id, &s.id)
+            .await
+            .expect("a")
+            .is_some()
+    );
+    assert!(
+        store
+            .session_for_user(&b.id, &s.id)
+            .await
+            .expect("b")
+            .is_none()
+    );
+    assert_eq!(store.list_sessions(&a.id, 10).await.expect("list").len(), 1);
+    assert!(
+        store
+            .list_sessions(&b.id, 10)
+            .await
+            .expect("list")
+            .is_empty()
+    );
+    assert_eq!(s.status, SessionStatus::Idle);
+    assert_eq!(s.last_event_id, 1);
+}
+
+async fn event_ids_increase_and_page(store: Arc<dyn Store>) {
+    let a = store.create_user("a").await.expect("a");
+    let s = new_session(&store, &a.id).await;
+    let batch: Vec<EventBody> = (0..9)
+        .map(|i| EventBody::user_text(format!("m{i}")))
+        .collect();
+    let stored = store.append_events(&s.id, &batch).await.expect("append");
+    let ids: Vec<i64> = stored.iter().map(|e| e.id).collect();
+    assert_eq!(ids, (2..=10).collect::<Vec<_>>());
+    let (page, more) = store.list_events(&s.id, 0, 4).await.expect("page");
+    assert_eq!(
+        page.iter().map(|e| e.id).collect::<Vec<_>>(),
+        vec![1, 2, 3, 4]
+    );
+    assert!(more);
+    let (page, more) = store.list_events(&s.id, 8, 4).await.expect("page");
+    assert_eq!(page.iter().map(|e| e.id).collect::<Vec<_>>(), vec![9, 10]);
+    assert!(!more);
+    assert_eq!(page[1].body, EventBody::user_text("m8"));
+    assert!(page[1].created_at.ends_with('Z'));
+    let (page, _) = store.list_events(&s.id, 10, 4).await.expect("page");
+    assert!(page.is_empty());
+    assert!(matches!(
+        store.append_events("missing", &batch).await,
+        Err(StoreError::NotFound("session"))
+    ));
+}
+
+async fn concurrent_appends_never_collide(store: Arc<dyn Store>) {
+    let a = store.create_user("a").await.expect("a");
+    let s = new_session(&store, &a.id).await;
+    let mut tasks = Vec::new();
+    for writer in 0..8 {
+        let store = store.clone();
+        let id = s.id.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..10 {
+                let events = [
+                    EventBody::user_text(format!("w{writer}-{i}-a")),
+                    EventBody::user_text(format!("w{writer}-{i}-b")),
+                ];
+                let stored = store.append_events(&id, &events).await.expect("append");
+                assert_eq!(stored[1].id, stored[0].id + 1, "a batch is contiguous");
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("writer");
+    }
+    let mut all = Vec::new();
+    let mut after = 0;
+    loop {
+        let (page, more) = store.list_events(&s.id, after, 100).await.expect("page");
+        after = page.last().map_or(after, |e| e.id);
+        all.extend(page);
+        if !more {
+            break;
+        }
+    }
+    let ids: Vec<i64> = all.iter().map(|e| e.id).collect();
+    assert_eq!(ids, (1..=161).collect::<Vec<_>>(), "no gaps, no duplicates");
+}
+
+async fn exit_plan_mode_creates_plan_revisions(store: Arc<dyn Store>) {
+    let a = store.create_user("a").await.expect("a");
+    let s = new_session(&store, &a.id).await;
+    let mut subagent = exit_plan_mode("sub", "not a main plan");
+    if let EventBody::Assistant(AssistantEvent {
+        parent_tool_use_id, ..
+    }) = &mut subagent
+    {
+        *parent_tool_use_id = Some("task-1".to_owned());
+    }
+    store
+        .append_events(&s.id, &[subagent])
+        .await
+        .expect("append");
+    assert!(store.list_plans(&s.id).await.expect("plans").is_empty());
+    let stored = store
+        .append_events(&s.id, &[exit_plan_mode("p1", "# Plan one")])
+        .await
+        .expect("append");
+    let plans = store.list_plans(&s.id).await.expect("plans");
+    assert_eq!(plans.len(), 1);
+    assert_eq!(
+        (plans[0].revision, plans[0].status),
+        (1, PlanStatus::Pending)
+    );
+    assert_eq!(
+        (plans[0].plan.as_str(), plans[0].event_id),
+        ("# Plan one", stored[0].id)
+    );
+    let row = store.session(&s.id).await.expect("get").expect("found");
+    assert_eq!(row.status, SessionStatus::RequiresAction);
+    assert!(row.has_pending_plan);
+    assert_eq!(row.plan_revisions, 1);
+    // The same call delivered twice is still one plan.
+    store
+        .append_events(&s.id, &[exit_plan_mode("p1", "# Plan one")])
+        .await
+        .expect("append");
+    assert_eq!(store.list_plans(&s.id).await.expect("plans").len(), 1);
+}
+
+async fn decisions_are_atomic_and_idempotent(store: Arc<dyn Store>) {
+    let a = store.create_user("a").await.expect("a");
+    let s = new_session(&store, &a.id).await;
+    store
+        .append_events(&s.id, &[exit_plan_mode("p1", "# Plan")])
+        .await
+        .expect("append");
+    let reject = Decision::Reject {
+        feedback: "add tests".into(),
+    };
+    let DecideOutcome::Decided { plan, event } = store
+        .decide_plan(&s.id, "p1", &reject)
+        .await
+        .expect("decide")
+    else {
+        panic!("first decision must decide");
+    };
+    assert_eq!(plan.status, PlanStatus::Rejected);
+    assert_eq!(plan.decision_event_id, Some(event.id));
+    assert_eq!(
+        event.body.tool_results(),
+        vec![("p1", "add tests".to_owned(), true)]
+    );
+    let row = store.session(&s.id).await.expect("get").expect("found");
+    assert_eq!(row.status, SessionStatus::Idle);
+    assert!(!row.has_pending_plan);
+    assert!(matches!(
+        store
+            .decide_plan(&s.id, "p1", &reject)
+            .await
+            .expect("again"),
+        DecideOutcome::AlreadyStands(_)
+    ));
+    assert!(matches!(
+        store
+            .decide_plan(&s.id, "p1", &Decision::Approve { plan: None })
+            .await
+            .expect("other"),
+        DecideOutcome::Conflict(_)
+    ));
+    assert!(matches!(
+        store
+            .decide_plan(&s.id, "nope", &reject)
+            .await
+            .expect("unknown"),
+        DecideOutcome::UnknownPlan
+    ));
+    store
+        .append_events(&s.id, &[exit_plan_mode("p2", "# Plan v2")])
+        .await
+        .expect("append");
+    let edited = Decision::Approve {
+        plan: Some("# Plan v2, edited".into()),
+    };
+    let DecideOutcome::Decided { plan, event } = store
+        .decide_plan(&s.id, "p2", &edited)
+        .await
+        .expect("decide")
+    else {
+        panic!("decides");
+    };
+    assert_eq!((plan.revision, plan.status), (2, PlanStatus::Approved));
+    let (_, text, is_error) = event.body.tool_results().remove(0);
+    assert!(!is_error);
+    assert!(
+        text.contains("## Approved Plan (edited by user):\n# Plan v2, edited"),
+        "{text}"
+    );
+    let (events, _) = store.list_events(&s.id, 0, 100).await.expect("events");
+    let results = events
+        .iter()
+        .filter(|e| !e.body.tool_results().is_empty())
+        .count();
+    assert_eq!(results, 2, "one tool_result per decision, none for repeats");
+}
+
+async fn concurrent_decisions_have_one_winner(store: Arc<dyn Store>) {
+    let a = store.create_user("a").await.expect("a");
+    let s = new_session(&store, &a.id).await;
+    store
+        .append_events(&s.id, &[exit_plan_mode("p1", "# Plan")])
+        .await
+        .expect("append");
+    let decisions = [
+        Decision::Approve { plan: None },
+        Decision::Teleport {},
+        Decision::Reject {
+            feedback: "x".into(),
+        },
+    ];
+    let mut tasks = Vec::new();
+    for i in 0..12 {
+        let store = store.clone();
+        let id = s.id.clone();
+        let decision = decisions[i % 3].clone();
+        tasks.push(tokio::spawn(async move {
+            store
+                .decide_plan(&id, "p1", &decision)
+                .await
+                .expect("decide")
+        }));
+    }
+    let mut decided = 0;
+    for task in tasks {
+        match task.await.expect("task") {
+            DecideOutcome::Decided { .. } => decided += 1,
+            DecideOutcome::AlreadyStands(_) | DecideOutcome::Conflict(_) => {}
+            DecideOutcome::UnknownPlan => panic!("the plan exists"),
+        }
+    }
+    assert_eq!(decided, 1);
+    let (events, _) = store.list_events(&s.id, 0, 100).await.expect("events");
+    let results = events
+        .iter()
+        .filter(|e| !e.body.tool_results().is_empty())
+        .count();
+    assert_eq!(results, 1);
+}
+
+async fn archive_is_once(store: Arc<dyn Store>) {
+    let a = store.create_user("a").await.expect("a");
+    let s = new_session(&store, &a.id).await;
+    assert!(store.archive_session(&s.id).await.expect("archive"));
+    assert!(!store.archive_session(&s.id).await.expect("again"));
+    store
+        .set_status(&s.id, SessionStatus::Running)
+        .await
+        .expect("set");
+    let row = store.session(&s.id).await.expect("get").expect("found");
+    assert_eq!(row.status, SessionStatus::Archived, "archived is final");
+    assert!(row.archived_at.is_some());
+    let (events, _) = store.list_events(&s.id, 0, 10).await.expect("events");
+    assert_eq!(events.len(), 1, "events stay readable");
+}
+
+async fn flags_upsert(store: Arc<dyn Store>) {
+    let a = store.create_user("a").await.expect("a");
+    let mut row = FlagRow {
+        name: "prompt_variant".into(),
+        user_id: None,
+        value: "visual_plan".into(),
+        rollout_pct: Some(30),
+        updated_at: 1,
+    };
+    store.set_flag(&row).await.expect("set");
+    row.value = "simple_plan".into();
+    row.rollout_pct = None;
+    store.set_flag(&row).await.expect("update");
+    let user_row = FlagRow {
+        user_id: Some(a.id.clone()),
+        value: "three_subagents_with_critique".into(),
+        ..row.clone()
+    };
+    store.set_flag(&user_row).await.expect("user");
+    let flags = store.list_flags().await.expect("list");
+    assert_eq!(flags.len(), 2);
+    assert!(flags.contains(&row));
+    assert!(flags.contains(&user_row));
+}
+
+async fn telemetry_counts(store: Arc<dyn Store>) {
+    store
+        .record_telemetry("launched", &json!({}), None, None)
+        .await
+        .expect("record");
+    store
+        .record_telemetry(
+            "create_failed",
+            &json!({"reason":"x"}),
+            Some("u"),
+            Some("s"),
+        )
+        .await
+        .expect("record");
+    store
+        .record_telemetry("launched", &json!({}), None, None)
+        .await
+        .expect("record");
+    assert_eq!(store.count_telemetry("launched").await.expect("count"), 2);
+    assert_eq!(store.count_telemetry("approved").await.expect("count"), 0);
+}
+
+async fn migrations_are_idempotent(store: Arc<dyn Store>) {
+    store.migrate().await.expect("second run is a no-op");
+    store.create_user("after").await.expect("still works");
+}

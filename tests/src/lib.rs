@@ -1,0 +1,1 @@
+//! Shared support for the end-to-end suites: server harness, repo fixtures, fake model servers.
