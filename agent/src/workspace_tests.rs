@@ -1,0 +1,122 @@
+use std::path::Path;
+
+use super::*;
+use crate::test_support::{symlink, tree};
+
+/// What a resolution is expected to give.
+#[derive(Debug)]
+enum Want {
+    /// Resolves to this path relative to the root (`""` for the root).
+    Ok(&'static str),
+    Escapes,
+    OutsideRoot,
+    SymlinkEscape,
+    NotFound,
+}
+
+fn check(ws: &Workspace, input: &str, want: &Want) {
+    let got = ws.resolve(input);
+    match (want, &got) {
+        (Want::Ok(rel), Ok(path)) => assert_eq!(path, &ws.root().join(rel), "input {input:?}"),
+        (Want::Escapes, Err(WorkspaceError::Escapes { .. }))
+        | (Want::OutsideRoot, Err(WorkspaceError::OutsideRoot { .. }))
+        | (Want::SymlinkEscape, Err(WorkspaceError::SymlinkEscape { .. }))
+        | (Want::NotFound, Err(WorkspaceError::NotFound { .. })) => {}
+        _ => panic!("input {input:?}: wanted {want:?}, got {got:?}"),
+    }
+}
+
+#[test]
+fn resolves_and_refuses_paths() {
+    let outside = tree(&[("secret.txt", b"s")]);
+    let dir = tree(&[
+        ("src/main.rs", b"fn main() {}"),
+        ("dir é/ünï.txt", b"unicode"),
+    ]);
+    let root = dir.path();
+    symlink(root, "link_out", outside.path());
+    symlink(root, "file_out", &outside.path().join("secret.txt"));
+    symlink(root, "link_in", Path::new("src/main.rs"));
+    symlink(root, "dangling_out", Path::new("/nonexistent-ultraplan/x"));
+    symlink(root, "src/up", Path::new("../../"));
+    let ws = Workspace::new(root).expect("workspace");
+    let abs_main = format!("{}/src/main.rs", root.display());
+    let abs_escape = format!("{}/../x", root.display());
+
+    let cases: Vec<(&str, Want)> = vec![
+        ("", Want::Ok("")),
+        (".", Want::Ok("")),
+        ("src/main.rs", Want::Ok("src/main.rs")),
+        ("./src/../src/main.rs", Want::Ok("src/main.rs")),
+        ("  src/main.rs  ", Want::Ok("src/main.rs")),
+        (&abs_main, Want::Ok("src/main.rs")),
+        ("dir é/ünï.txt", Want::Ok("dir é/ünï.txt")),
+        ("link_in", Want::Ok("src/main.rs")),
+        ("..", Want::Escapes),
+        ("../outside", Want::Escapes),
+        ("src/../../x", Want::Escapes),
+        (&abs_escape, Want::Escapes),
+        ("/etc/passwd", Want::OutsideRoot),
+        ("/", Want::OutsideRoot),
+        ("link_out", Want::SymlinkEscape),
+        ("link_out/secret.txt", Want::SymlinkEscape),
+        ("file_out", Want::SymlinkEscape),
+        ("dangling_out", Want::SymlinkEscape),
+        ("src/up", Want::SymlinkEscape),
+        ("missing.txt", Want::NotFound),
+        ("src/missing/deeper.rs", Want::NotFound),
+    ];
+    for (input, want) in &cases {
+        check(&ws, input, want);
+    }
+}
+
+#[test]
+fn root_given_through_a_symlink_accepts_both_spellings() {
+    let dir = tree(&[("a.txt", b"a")]);
+    let holder = tempfile::tempdir().expect("tempdir");
+    symlink(holder.path(), "repo", dir.path());
+    let given = holder.path().join("repo");
+    let ws = Workspace::new(&given).expect("workspace");
+    let via_given = format!("{}/a.txt", given.display());
+    check(&ws, &via_given, &Want::Ok("a.txt"));
+    let via_real = format!("{}/a.txt", dir.path().display());
+    check(&ws, &via_real, &Want::Ok("a.txt"));
+}
+
+#[test]
+fn errors_explain_themselves() {
+    let dir = tree(&[("a.txt", b"a")]);
+    let ws = Workspace::new(dir.path()).expect("workspace");
+    let cases = [
+        ("../x", "escapes the workspace root"),
+        ("/etc/passwd", "outside the workspace root"),
+        ("nope.txt", "does not exist"),
+    ];
+    for (input, needle) in cases {
+        let message = ws.resolve(input).expect_err(input).to_string();
+        assert!(message.contains(needle), "{input}: {message}");
+        assert!(message.contains(input), "{input}: {message}");
+    }
+}
+
+#[test]
+fn bad_roots_are_refused() {
+    let dir = tree(&[("file.txt", b"x")]);
+    assert!(matches!(
+        Workspace::new(dir.path().join("file.txt")),
+        Err(WorkspaceError::RootNotDir(_))
+    ));
+    assert!(matches!(
+        Workspace::new(dir.path().join("missing")),
+        Err(WorkspaceError::BadRoot { .. })
+    ));
+}
+
+#[test]
+fn display_is_root_relative() {
+    let dir = tree(&[("src/lib.rs", b"")]);
+    let ws = Workspace::new(dir.path()).expect("workspace");
+    assert_eq!(ws.display(ws.root()), ".");
+    assert_eq!(ws.display(&ws.root().join("src/lib.rs")), "src/lib.rs");
+}
