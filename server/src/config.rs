@@ -57,6 +57,12 @@ pub struct Config {
     pub bundle_limits: BundleLimits,
     /// Largest JSON request body.
     pub max_json_body: usize,
+    /// The static `ultraplan-agent` binary started in each sandbox.
+    pub agent_binary: PathBuf,
+    /// Sessions with a live agent at once; more wait in order.
+    pub max_running_sessions: usize,
+    /// Tokens a session may spend before it is stopped.
+    pub session_token_budget: u64,
 }
 
 impl Config {
@@ -76,6 +82,9 @@ impl Config {
             openai_base_url: None,
             bundle_limits: BundleLimits::default(),
             max_json_body: 2 * 1024 * 1024,
+            agent_binary: crate::runner::default_agent_binary(),
+            max_running_sessions: 16,
+            session_token_budget: 5_000_000,
         }
     }
 

@@ -11,6 +11,8 @@ pub mod error;
 pub mod flags;
 pub mod hub;
 pub mod openapi;
+pub mod orchestrator;
+pub mod runner;
 pub mod sessions;
 pub mod state;
 pub mod store;
@@ -51,6 +53,51 @@ pub async fn serve(
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
+}
+
+/// Open the store, pick a sandbox runner, and start the orchestrator; sessions a previous
+/// process left running get their agents back (or a clear error when no runner exists).
+pub async fn start(
+    config: Config,
+    models: Arc<dyn orchestrator::ModelBackend>,
+) -> Result<AppState, store::StoreError> {
+    let store = open(&config).await?;
+    let state = AppState::new(config, store);
+    let config = state.config.clone();
+    match runner::select(config.runner, &config.agent_binary).await {
+        Ok(runner) => {
+            let mut settings = orchestrator::OrchestratorSettings::new(config.agent_binary.clone());
+            settings.max_running = config.max_running_sessions;
+            settings.token_budget = config.session_token_budget;
+            let orchestrator =
+                orchestrator::Orchestrator::new(state.clone(), runner, models, settings);
+            let state = state.with_orchestrator(orchestrator.clone());
+            let rows = state.store.list_flags().await?;
+            let defaults = flags::Defaults {
+                model: config.model.clone(),
+            };
+            let resumed = orchestrator
+                .recover(|row| {
+                    flags::UserFlags::resolve(&row.user_id, &rows, &defaults).timeout_seconds
+                })
+                .await?;
+            tracing::info!(
+                runner = orchestrator.runner_name(),
+                resumed,
+                "agents enabled"
+            );
+            Ok(state)
+        }
+        Err(error) => {
+            let problem = error.to_string();
+            tracing::warn!(%problem, "sessions can be created but no agent will run them");
+            orchestrator::fail_orphans(&state, &problem).await?;
+            Ok(AppState {
+                runner_problem: Some(problem),
+                ..state
+            })
+        }
+    }
 }
 
 /// Connect to the configured database, apply migrations, and clear uploads that a previous

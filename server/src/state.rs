@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::hub::EventHub;
+use crate::orchestrator::Orchestrator;
 use crate::store::Store;
 use crate::telemetry::Counters;
 
@@ -14,6 +15,10 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     pub hub: Arc<EventHub>,
     pub counters: Arc<Counters>,
+    /// Runs agents; `None` when no sandbox runner is available.
+    pub orchestrator: Option<Orchestrator>,
+    /// Why no agent can run, when `orchestrator` is `None`.
+    pub runner_problem: Option<String>,
 }
 
 impl AppState {
@@ -24,7 +29,16 @@ impl AppState {
             store,
             hub: Arc::new(EventHub::default()),
             counters: Arc::new(Counters::default()),
+            orchestrator: None,
+            runner_problem: Some("no sandbox runner is configured".to_owned()),
         }
+    }
+
+    /// The same state with an orchestrator running its sessions.
+    pub fn with_orchestrator(mut self, orchestrator: Orchestrator) -> Self {
+        self.orchestrator = Some(orchestrator);
+        self.runner_problem = None;
+        self
     }
 
     /// Record a telemetry event (row + counter).

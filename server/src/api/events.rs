@@ -109,5 +109,6 @@ pub async fn post(
         }
     }
     let data = sessions::append(&state, &row, &req.events).await?;
+    sessions::deliver(&state, &id, &data);
     Ok(Json(PostEventsResponse { data }))
 }

@@ -80,12 +80,12 @@ pub async fn eligibility(
             message: format!("The model '{}' cannot be used: {problem}.", flags.model),
         });
     }
-    reasons.push(Reason {
-        code: ReasonCode::NoRunner,
-        message: "This server has no sandbox runner yet: sessions can be created, paged and \
-                  reviewed, but no agent will run them."
-            .to_owned(),
-    });
+    if let Some(problem) = &state.runner_problem {
+        reasons.push(Reason {
+            code: ReasonCode::NoRunner,
+            message: format!("No agent can run on this server: {problem}."),
+        });
+    }
     Ok(Json(Eligibility {
         eligible: reasons.is_empty(),
         reasons,

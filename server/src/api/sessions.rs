@@ -111,6 +111,15 @@ async fn create_inner(
     };
     let (row, events) = state.store.create_session(&new, &req.events).await?;
     sessions::after_append(state, &row, &events).await;
+    if let Some(orchestrator) = &state.orchestrator {
+        orchestrator.launch(
+            row.clone(),
+            crate::orchestrator::Launch {
+                timeout_seconds: flags.timeout_seconds,
+                resumed: false,
+            },
+        );
+    }
     state
         .telemetry(names::LAUNCHED, &[], Some(&user.id), Some(&row.id))
         .await;
@@ -166,6 +175,16 @@ pub async fn archive(
     user: AuthUser,
     Path(id): Path<String>,
 ) -> ApiResult<Json<SessionResource>> {
+    let row = owned_session(&state, &user, &id).await?;
+    if row.status == SessionStatus::Archived {
+        return Err(ApiError::conflict(
+            "already_archived",
+            "the session is already archived",
+        ));
+    }
+    if let Some(orchestrator) = &state.orchestrator {
+        orchestrator.stop(&id).await;
+    }
     let row = owned_session(&state, &user, &id).await?;
     if row.status == SessionStatus::Archived {
         return Err(ApiError::conflict(

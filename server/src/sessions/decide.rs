@@ -52,6 +52,7 @@ pub async fn decide(
     {
         DecideOutcome::Decided { plan, event } => {
             super::after_append(state, session, std::slice::from_ref(&event)).await;
+            super::deliver(state, &session.id, std::slice::from_ref(&event));
             let target = match decision {
                 Decision::Approve { .. } => Some("remote"),
                 Decision::Teleport {} => Some("local"),

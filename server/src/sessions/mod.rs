@@ -2,6 +2,7 @@
 //! count telemetry, and plan decisions.
 
 mod decide;
+pub mod lifecycle;
 mod validate;
 
 pub use decide::{DecisionOutcome, decide};
@@ -35,7 +36,10 @@ pub fn resource(state: &AppState, row: &SessionRow) -> SessionResource {
         bundle_id: row.bundle_id.clone(),
         last_event_id: row.last_event_id,
         plan_revisions: row.plan_revisions,
-        stalled: false,
+        stalled: state
+            .orchestrator
+            .as_ref()
+            .is_some_and(|o| o.stalled(&row.id)),
     }
 }
 
@@ -48,6 +52,15 @@ pub async fn append(
     let stored = state.store.append_events(&session.id, events).await?;
     after_append(state, session, &stored).await;
     Ok(stored)
+}
+
+/// Hand events that are already in the log to the session's agent.
+pub fn deliver(state: &AppState, session_id: &str, events: &[Event]) {
+    if let Some(orchestrator) = &state.orchestrator {
+        for event in events {
+            orchestrator.deliver(session_id, event.body.clone());
+        }
+    }
 }
 
 /// Side effects of stored events: wake pollers, count telemetry.

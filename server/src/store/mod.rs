@@ -12,10 +12,12 @@ mod sqlite;
 use async_trait::async_trait;
 use ultraplan_protocol::api::Decision;
 use ultraplan_protocol::events::{Event, EventBody};
+use ultraplan_protocol::model::Usage;
 use ultraplan_protocol::session::SessionStatus;
 
 pub use models::{
-    BundleRow, DecideOutcome, FlagRow, NewSession, PlanRow, SessionRow, TokenRow, UserRow,
+    AgentState, BundleRow, DecideOutcome, FlagRow, ModelCall, NewSession, PlanRow, SessionRow,
+    TokenRow, UserRow,
 };
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
@@ -105,6 +107,13 @@ pub trait Store: Send + Sync + 'static {
     async fn set_status(&self, session_id: &str, status: SessionStatus) -> StoreResult<()>;
     /// Mark archived; `false` when it already was.
     async fn archive_session(&self, session_id: &str) -> StoreResult<bool>;
+    /// Record whether an agent is meant to be running for the session.
+    async fn set_agent_state(&self, session_id: &str, state: AgentState) -> StoreResult<()>;
+    /// Sessions whose agent was queued or running and that are not archived, oldest first:
+    /// after a restart these need their agents back.
+    async fn sessions_to_recover(&self) -> StoreResult<Vec<SessionRow>>;
+    /// Record one model call and add its usage to the session's total; returns the new total.
+    async fn record_model_call(&self, call: &ModelCall) -> StoreResult<Usage>;
 
     // --- plans ---
     async fn plan(&self, session_id: &str, tool_use_id: &str) -> StoreResult<Option<PlanRow>>;

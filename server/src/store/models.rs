@@ -74,6 +74,7 @@ pub struct SessionRow {
     pub archived_at: Option<i64>,
     /// Whether an ExitPlanMode call awaits its decision.
     pub has_pending_plan: bool,
+    pub agent_state: AgentState,
 }
 
 /// One ExitPlanMode call of the main agent.
@@ -115,6 +116,52 @@ pub struct FlagRow {
     pub value: String,
     pub rollout_pct: Option<u8>,
     pub updated_at: i64,
+}
+
+/// Whether an agent is meant to run for a session (survives restarts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentState {
+    /// Never started (no runner, or created before one existed).
+    None,
+    /// Waiting for a free slot under the running-sessions cap.
+    Queued,
+    /// An agent was started and has not finished.
+    Running,
+    /// The agent finished, failed or was stopped.
+    Finished,
+}
+
+impl AgentState {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentState::None => "none",
+            AgentState::Queued => "queued",
+            AgentState::Running => "running",
+            AgentState::Finished => "finished",
+        }
+    }
+
+    /// Parse the stored name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "none" => AgentState::None,
+            "queued" => AgentState::Queued,
+            "running" => AgentState::Running,
+            "finished" => AgentState::Finished,
+            _ => return None,
+        })
+    }
+}
+
+/// One model call made on a session's behalf.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelCall {
+    pub session_id: String,
+    pub model: String,
+    pub usage: Usage,
+    pub attempts: u32,
+    pub error: Option<String>,
 }
 
 /// Outcome of [`super::Store::decide_plan`].

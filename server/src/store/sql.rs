@@ -6,7 +6,7 @@
 macro_rules! session_cols {
     () => {
         "id, user_id, title, bundle_id, status, context, usage, last_event_id, plan_revisions, \
-         created_at, updated_at, last_activity_at, archived_at, \
+         created_at, updated_at, last_activity_at, archived_at, agent_state, \
          (SELECT COUNT(*) FROM plans p WHERE p.session_id = sessions.id \
           AND p.status = 'pending') AS pending_plans"
     };
@@ -31,9 +31,10 @@ macro_rules! impl_store {
         use ultraplan_protocol::plan_text::decision_tool_result;
         use ultraplan_protocol::session::SessionStatus;
         use $crate::store::models::{same_decision, status_for};
+        use ultraplan_protocol::model::Usage;
         use $crate::store::{
-            BundleRow, DecideOutcome, FlagRow, NewSession, PlanRow, SessionRow, StoreError,
-            StoreResult, TokenRow, UserRow, format_ms, now_ms,
+            AgentState, BundleRow, DecideOutcome, FlagRow, ModelCall, NewSession, PlanRow,
+            SessionRow, StoreError, StoreResult, TokenRow, UserRow, format_ms, now_ms,
         };
 
         type Tx = sqlx::Transaction<'static, $db>;
@@ -67,6 +68,11 @@ macro_rules! impl_store {
                 last_activity_at: row.try_get("last_activity_at")?,
                 archived_at: row.try_get("archived_at")?,
                 has_pending_plan: row.try_get::<i64, _>("pending_plans")? > 0,
+                agent_state: {
+                    let state: String = row.try_get("agent_state")?;
+                    AgentState::parse(&state)
+                        .ok_or_else(|| StoreError::Corrupt(format!("agent state {state}")))?
+                },
             })
         }
 
@@ -556,6 +562,66 @@ macro_rules! impl_store {
                 .execute(&self.pool)
                 .await?;
                 Ok(done.rows_affected() == 1)
+            }
+
+            async fn set_agent_state(&self, session_id: &str, state: AgentState) -> StoreResult<()> {
+                sqlx::query("UPDATE sessions SET agent_state = $2 WHERE id = $1")
+                    .bind(session_id)
+                    .bind(state.as_str())
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
+            async fn sessions_to_recover(&self) -> StoreResult<Vec<SessionRow>> {
+                let rows = sqlx::query(concat!(
+                    "SELECT ",
+                    session_cols!(),
+                    " FROM sessions WHERE agent_state IN ('queued', 'running') \
+                     AND status <> 'archived' ORDER BY created_at, id"
+                ))
+                .fetch_all(&self.pool)
+                .await?;
+                rows.iter().map(session_from_row).collect()
+            }
+
+            async fn record_model_call(&self, call: &ModelCall) -> StoreResult<Usage> {
+                let now = now_ms();
+                let mut tx = self.write_tx().await?;
+                let row = sqlx::query(
+                    "UPDATE sessions SET updated_at = $2 WHERE id = $1 RETURNING usage",
+                )
+                .bind(&call.session_id)
+                .bind(now)
+                .fetch_optional(&mut *tx)
+                .await?
+                .ok_or(StoreError::NotFound("session"))?;
+                let before: Usage = serde_json::from_str(&row.try_get::<String, _>("usage")?)?;
+                let total = before + call.usage;
+                sqlx::query("UPDATE sessions SET usage = $2 WHERE id = $1")
+                    .bind(&call.session_id)
+                    .bind(serde_json::to_string(&total)?)
+                    .execute(&mut *tx)
+                    .await?;
+                let u = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+                sqlx::query(
+                    "INSERT INTO model_calls (session_id, model, input_tokens, output_tokens, \
+                     cache_read_input_tokens, cache_creation_input_tokens, attempts, error, \
+                     created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                )
+                .bind(&call.session_id)
+                .bind(&call.model)
+                .bind(u(call.usage.input_tokens))
+                .bind(u(call.usage.output_tokens))
+                .bind(u(call.usage.cache_read_input_tokens))
+                .bind(u(call.usage.cache_creation_input_tokens))
+                .bind(i64::from(call.attempts))
+                .bind(call.error.as_deref())
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(total)
             }
 
             async fn plan(&self, session_id: &str, tool_use_id: &str) -> StoreResult<Option<PlanRow>> {

@@ -5,9 +5,11 @@ use std::sync::Arc;
 use serde_json::json;
 use ultraplan_protocol::api::{Decision, PlanStatus};
 use ultraplan_protocol::events::{AssistantEvent, EventBody};
+use ultraplan_protocol::model::Usage;
 use ultraplan_protocol::session::{SessionContext, SessionStatus};
 use ultraplan_server::store::{
-    BundleRow, DecideOutcome, FlagRow, NewSession, SessionRow, Store, StoreError,
+    AgentState, BundleRow, DecideOutcome, FlagRow, ModelCall, NewSession, SessionRow, Store,
+    StoreError,
 };
 
 use crate::support::exit_plan_mode;
@@ -48,6 +50,8 @@ store_suite!(
     flags_upsert,
     telemetry_counts,
     migrations_are_idempotent,
+    agent_state_drives_recovery,
+    model_calls_add_up_usage,
 );
 
 async fn new_session(store: &Arc<dyn Store>, user_id: &str) -> SessionRow {
@@ -449,4 +453,68 @@ async fn telemetry_counts(store: Arc<dyn Store>) {
 async fn migrations_are_idempotent(store: Arc<dyn Store>) {
     store.migrate().await.expect("second run is a no-op");
     store.create_user("after").await.expect("still works");
+}
+
+async fn agent_state_drives_recovery(store: Arc<dyn Store>) {
+    let a = store.create_user("a").await.expect("a");
+    let running = new_session(&store, &a.id).await;
+    let queued = new_session(&store, &a.id).await;
+    let finished = new_session(&store, &a.id).await;
+    let archived = new_session(&store, &a.id).await;
+    assert_eq!(running.agent_state, AgentState::None);
+    for (s, state) in [
+        (&running, AgentState::Running),
+        (&queued, AgentState::Queued),
+        (&finished, AgentState::Finished),
+        (&archived, AgentState::Running),
+    ] {
+        store.set_agent_state(&s.id, state).await.expect("set");
+    }
+    store.archive_session(&archived.id).await.expect("archive");
+    let ids: Vec<String> = store
+        .sessions_to_recover()
+        .await
+        .expect("recover")
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(ids, vec![running.id.clone(), queued.id.clone()]);
+    let row = store
+        .session(&queued.id)
+        .await
+        .expect("get")
+        .expect("found");
+    assert_eq!(row.agent_state, AgentState::Queued);
+}
+
+async fn model_calls_add_up_usage(store: Arc<dyn Store>) {
+    let a = store.create_user("a").await.expect("a");
+    let s = new_session(&store, &a.id).await;
+    let usage = Usage {
+        input_tokens: 100,
+        output_tokens: 20,
+        cache_read_input_tokens: 900,
+        cache_creation_input_tokens: 50,
+    };
+    let call = ModelCall {
+        session_id: s.id.clone(),
+        model: "anthropic:x".into(),
+        usage,
+        attempts: 4,
+        error: None,
+    };
+    assert_eq!(store.record_model_call(&call).await.expect("record"), usage);
+    let total = store.record_model_call(&call).await.expect("record");
+    assert_eq!(total.input_tokens, 200);
+    assert_eq!(total.cache_read_input_tokens, 1800);
+    let row = store.session(&s.id).await.expect("get").expect("found");
+    assert_eq!(row.usage, total);
+    let missing = ModelCall {
+        session_id: "nope".into(),
+        ..call
+    };
+    assert!(matches!(
+        store.record_model_call(&missing).await,
+        Err(StoreError::NotFound("session"))
+    ));
 }

@@ -1,0 +1,206 @@
+//! Runs sessions: one task per session starts its agent in the sandbox, pumps frames between
+//! the agent, the model backend and the event log, and drives the pure
+//! [`Lifecycle`](crate::sessions::lifecycle::Lifecycle) with what happens.
+
+mod models;
+mod pump;
+mod settings;
+mod task;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{Semaphore, mpsc, watch};
+use ultraplan_protocol::events::{EventBody, SystemEvent};
+
+pub use models::{Completion, ModelBackend};
+pub use settings::OrchestratorSettings;
+
+use crate::runner::Runner;
+use crate::state::AppState;
+use crate::store::{AgentState, SessionRow, StoreResult, now_ms};
+
+/// What the session task is told from outside.
+#[derive(Debug)]
+pub(crate) enum Command {
+    /// A decision or user message already in the log, for the agent.
+    Deliver(EventBody),
+    /// Stop the agent (archive).
+    Stop,
+}
+
+/// How to start a session's agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    pub timeout_seconds: u64,
+    /// Started again after a server restart.
+    pub resumed: bool,
+}
+
+#[derive(Clone)]
+struct Live {
+    commands: mpsc::UnboundedSender<Command>,
+    last_seen_ms: Arc<AtomicI64>,
+    finished: watch::Receiver<bool>,
+}
+
+pub(crate) struct Inner {
+    /// Shared state without an orchestrator of its own.
+    pub(crate) state: AppState,
+    pub(crate) runner: Runner,
+    pub(crate) models: Arc<dyn ModelBackend>,
+    pub(crate) settings: OrchestratorSettings,
+    pub(crate) slots: Arc<Semaphore>,
+    live: Mutex<HashMap<String, Live>>,
+}
+
+/// Starts, feeds and stops session agents.
+#[derive(Clone)]
+pub struct Orchestrator {
+    inner: Arc<Inner>,
+}
+
+impl Orchestrator {
+    /// An orchestrator over shared state (whose own `orchestrator` stays unset).
+    pub fn new(
+        state: AppState,
+        runner: Runner,
+        models: Arc<dyn ModelBackend>,
+        settings: OrchestratorSettings,
+    ) -> Self {
+        let slots = Arc::new(Semaphore::new(settings.max_running.max(1)));
+        Orchestrator {
+            inner: Arc::new(Inner {
+                state,
+                runner,
+                models,
+                settings,
+                slots,
+                live: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The runner's name (`bwrap`, `process`).
+    pub fn runner_name(&self) -> &'static str {
+        self.inner.runner.name()
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Live>> {
+        self.inner.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Start the session's agent in the background (queued if the cap is reached).
+    pub fn launch(&self, session: SessionRow, launch: Launch) {
+        let (commands, rx) = mpsc::unbounded_channel();
+        let (finished_tx, finished) = watch::channel(false);
+        let last_seen_ms = Arc::new(AtomicI64::new(now_ms()));
+        let live = Live {
+            commands,
+            last_seen_ms: last_seen_ms.clone(),
+            finished,
+        };
+        self.live().insert(session.id.clone(), live);
+        let me = self.clone();
+        tokio::spawn(async move {
+            let id = session.id.clone();
+            task::run(me.inner.clone(), session, launch, rx, last_seen_ms).await;
+            me.live().remove(&id);
+            let _ = finished_tx.send(true);
+        });
+    }
+
+    /// Hand an event that is already in the log to the session's agent, if one runs.
+    pub fn deliver(&self, session_id: &str, event: EventBody) {
+        if let Some(live) = self.live().get(session_id) {
+            let _ = live.commands.send(Command::Deliver(event));
+        }
+    }
+
+    /// Stop the session's agent and wait until it is gone. `false` if none was running.
+    pub async fn stop(&self, session_id: &str) -> bool {
+        let Some(live) = self.live().get(session_id).cloned() else {
+            return false;
+        };
+        let _ = live.commands.send(Command::Stop);
+        let mut finished = live.finished;
+        let wait = finished.wait_for(|done| *done);
+        if tokio::time::timeout(Duration::from_secs(10), wait)
+            .await
+            .is_err()
+        {
+            tracing::warn!(session_id, "agent did not stop within 10 s");
+        }
+        true
+    }
+
+    /// Whether the session's agent has been silent past the stall threshold.
+    pub fn stalled(&self, session_id: &str) -> bool {
+        let Some(live) = self.live().get(session_id).cloned() else {
+            return false;
+        };
+        let silent_ms = now_ms() - live.last_seen_ms.load(Ordering::Relaxed);
+        let limit = i64::try_from(self.inner.settings.stall_after.as_millis()).unwrap_or(i64::MAX);
+        silent_ms > limit
+    }
+
+    /// Whether an agent task exists for the session.
+    pub fn is_live(&self, session_id: &str) -> bool {
+        self.live().contains_key(session_id)
+    }
+
+    /// Sessions with an agent task right now.
+    pub fn live_count(&self) -> usize {
+        self.live().len()
+    }
+
+    /// After a restart: start agents again for sessions that had one, from their event log.
+    pub async fn recover(&self, timeout_for: impl Fn(&SessionRow) -> u64) -> StoreResult<usize> {
+        let rows = self.inner.state.store.sessions_to_recover().await?;
+        let count = rows.len();
+        for row in rows {
+            let note = EventBody::System(SystemEvent {
+                subtype: "resumed".to_owned(),
+                message: Some(
+                    "The server restarted; the agent resumes from the event log.".to_owned(),
+                ),
+                data: serde_json::Value::Null,
+            });
+            crate::sessions::append(&self.inner.state, &row, &[note]).await?;
+            tracing::info!(session_id = %row.id, "resuming session");
+            let timeout_seconds = timeout_for(&row);
+            self.launch(
+                row,
+                Launch {
+                    timeout_seconds,
+                    resumed: true,
+                },
+            );
+        }
+        Ok(count)
+    }
+}
+
+/// When no runner is available, sessions left running by a previous process get a clear
+/// error instead of waiting forever.
+pub async fn fail_orphans(state: &AppState, reason: &str) -> StoreResult<usize> {
+    let rows = state.store.sessions_to_recover().await?;
+    for row in &rows {
+        let result = crate::sessions::lifecycle::error_result(
+            "error_during_execution",
+            format!("The session cannot resume: {reason}."),
+        );
+        crate::sessions::append(state, row, &[result]).await?;
+        state
+            .store
+            .set_status(&row.id, ultraplan_protocol::SessionStatus::Idle)
+            .await?;
+        state
+            .store
+            .set_agent_state(&row.id, AgentState::Finished)
+            .await?;
+    }
+    Ok(rows.len())
+}

@@ -1,0 +1,42 @@
+//! Orchestrator settings.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::runner::SandboxLimits;
+
+/// How sessions are run.
+#[derive(Debug, Clone)]
+pub struct OrchestratorSettings {
+    pub agent_binary: PathBuf,
+    pub limits: SandboxLimits,
+    /// Sessions with a live agent at once; the rest wait in order.
+    pub max_running: usize,
+    /// No heartbeat or frame for this long marks a session stalled.
+    pub stall_after: Duration,
+    pub max_turns: u32,
+    /// Tokens (all kinds) a session may spend.
+    pub token_budget: u64,
+    /// Model calls in flight per session.
+    pub max_model_calls: usize,
+    /// How long a stopping agent gets before it is killed.
+    pub stop_grace: Duration,
+    pub agent_log_filter: String,
+}
+
+impl OrchestratorSettings {
+    /// Defaults for an agent binary.
+    pub fn new(agent_binary: PathBuf) -> Self {
+        OrchestratorSettings {
+            agent_binary,
+            limits: SandboxLimits::default(),
+            max_running: 16,
+            stall_after: Duration::from_secs(60),
+            max_turns: 60,
+            token_budget: 5_000_000,
+            max_model_calls: 8,
+            stop_grace: Duration::from_millis(500),
+            agent_log_filter: "info".to_owned(),
+        }
+    }
+}

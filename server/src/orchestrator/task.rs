@@ -1,0 +1,463 @@
+//! One session's task: queue for a slot, start the agent, pump until it ends.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use ultraplan_protocol::constants::FRAME_PROTOCOL_VERSION;
+use ultraplan_protocol::events::{EventBody, SystemEvent};
+use ultraplan_protocol::frames::{AgentFrame, AgentMode, ServerFrame, StartSettings};
+use ultraplan_protocol::model::{ModelError, ModelErrorKind, ModelRequest, Usage};
+use ultraplan_protocol::session::PromptVariant;
+
+use super::pump::{read_frames, tail_stderr, write_frames};
+use super::{Command, Inner, Launch};
+use crate::bundles::bundle_dir;
+use crate::runner::{AgentProcess, SandboxRequest};
+use crate::sessions::lifecycle::{Effect, Input, Lifecycle, error_result, unanswered_tool};
+use crate::store::{AgentState, ModelCall, SessionRow, StoreResult, now_ms};
+
+/// A model answer on its way back to the agent, with the session's new usage total.
+type ModelReply = (ServerFrame, Option<Usage>);
+
+struct SessionTask {
+    inner: Arc<Inner>,
+    session: SessionRow,
+    lifecycle: Lifecycle,
+    to_agent: Option<mpsc::UnboundedSender<ServerFrame>>,
+    process: Option<AgentProcess>,
+    usage: Usage,
+    saw_done: bool,
+    last_seen_ms: Arc<AtomicI64>,
+    calls: Arc<Semaphore>,
+}
+
+/// Run a session to the end of its agent.
+pub async fn run(
+    inner: Arc<Inner>,
+    session: SessionRow,
+    launch: Launch,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+    last_seen_ms: Arc<AtomicI64>,
+) {
+    let calls = Arc::new(Semaphore::new(inner.settings.max_model_calls.max(1)));
+    let mut task = SessionTask {
+        usage: session.usage,
+        inner,
+        session,
+        lifecycle: Lifecycle::default(),
+        to_agent: None,
+        process: None,
+        saw_done: false,
+        last_seen_ms,
+        calls,
+    };
+    if let Err(error) = task.run(launch, &mut commands).await {
+        tracing::error!(session_id = %task.session.id, %error, "session task failed");
+        let result = error_result(
+            "error_during_execution",
+            format!("The server could not run the agent: {error}."),
+        );
+        task.apply(Input::AgentEvent(result)).await;
+    }
+    task.kill();
+    task.set_agent_state(AgentState::Finished).await;
+}
+
+impl SessionTask {
+    async fn run(
+        &mut self,
+        launch: Launch,
+        commands: &mut mpsc::UnboundedReceiver<Command>,
+    ) -> Result<(), String> {
+        let Some(_permit) = self.wait_for_slot(commands).await else {
+            return Ok(());
+        };
+        self.set_agent_state(AgentState::Running).await;
+        let transcript = self.transcript().await.map_err(|e| e.to_string())?;
+        let waiting_on = unanswered_tool(&transcript);
+        let mut process = self.start_agent()?;
+        let mut frames = read_frames(take_stdout(&mut process)?);
+        let stderr_tail = match process.stderr_take() {
+            Some(stderr) => tail_stderr(stderr, self.session.id.clone()),
+            None => Arc::new(Mutex::new(String::new())),
+        };
+        let to_agent = write_frames(take_stdin(&mut process)?);
+        self.process = Some(process);
+        let _ = to_agent.send(ServerFrame::Hello {
+            protocol_version: FRAME_PROTOCOL_VERSION,
+        });
+        let _ = to_agent.send(ServerFrame::Start {
+            settings: self.start_settings(),
+            transcript,
+        });
+        self.to_agent = Some(to_agent);
+        let (model_tx, mut model_rx) = mpsc::unbounded_channel::<ModelReply>();
+        let deadline = self.deadline(launch.timeout_seconds);
+        let mut ready_with = Some(waiting_on);
+        let exit_reason = loop {
+            tokio::select! {
+                frame = frames.recv() => match frame {
+                    Some(Ok(frame)) => {
+                        self.seen();
+                        if let Some(reason) = self.on_frame(frame, &mut ready_with, &model_tx).await {
+                            break Some(reason);
+                        }
+                    }
+                    Some(Err(reason)) => break Some(reason),
+                    None => break None,
+                },
+                command = commands.recv() => match command {
+                    Some(Command::Deliver(event)) => self.apply(Input::Deliver(event)).await,
+                    Some(Command::Stop) | None => {
+                        self.apply(Input::Archived).await;
+                        break None;
+                    }
+                },
+                Some((frame, usage)) = model_rx.recv() => {
+                    if let Some(total) = usage {
+                        self.usage = total;
+                    }
+                    self.send(frame);
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    self.apply(Input::TimedOut { timeout_seconds: launch.timeout_seconds }).await;
+                    break None;
+                }
+            }
+        };
+        self.finish(exit_reason, &stderr_tail).await;
+        Ok(())
+    }
+
+    async fn wait_for_slot(
+        &mut self,
+        commands: &mut mpsc::UnboundedReceiver<Command>,
+    ) -> Option<OwnedSemaphorePermit> {
+        let slots = self.inner.slots.clone();
+        if let Ok(permit) = slots.clone().try_acquire_owned() {
+            return Some(permit);
+        }
+        self.set_agent_state(AgentState::Queued).await;
+        self.apply(Input::Queued).await;
+        let running = self.inner.settings.max_running;
+        self.append_note(
+            "queued",
+            format!("Waiting for a free sandbox: {running} sessions are running."),
+        )
+        .await;
+        loop {
+            tokio::select! {
+                permit = slots.clone().acquire_owned() => return permit.ok(),
+                command = commands.recv() => match command {
+                    Some(Command::Stop) | None => {
+                        self.apply(Input::Archived).await;
+                        return None;
+                    }
+                    Some(Command::Deliver(_)) => {}
+                },
+            }
+        }
+    }
+
+    fn start_agent(&mut self) -> Result<AgentProcess, String> {
+        let bundle = self
+            .session
+            .bundle_id
+            .as_deref()
+            .ok_or("the session has no bundle")?;
+        let workspace = bundle_dir(&self.inner.state.config.bundles_dir(), bundle);
+        if !workspace.is_dir() {
+            return Err(format!("bundle {bundle} is missing from the bundle store"));
+        }
+        self.inner
+            .state
+            .hub
+            .notify(&self.session.id, self.session.last_event_id);
+        let request = SandboxRequest {
+            session_id: self.session.id.clone(),
+            workspace,
+            writable: false,
+            agent_binary: self.inner.settings.agent_binary.clone(),
+            limits: self.inner.settings.limits.clone(),
+            log_filter: self.inner.settings.agent_log_filter.clone(),
+        };
+        self.apply_sync_starting();
+        self.inner
+            .runner
+            .launch(&request)
+            .map_err(|e| e.to_string())
+    }
+
+    fn apply_sync_starting(&mut self) {
+        // Starting carries no effects; keep the machine's stage honest.
+        let _ = self.lifecycle.on(Input::Starting);
+    }
+
+    fn start_settings(&self) -> StartSettings {
+        let context = &self.session.context;
+        StartSettings {
+            session_id: self.session.id.clone(),
+            mode: AgentMode::Plan,
+            prompt_variant: context
+                .prompt_variant
+                .as_deref()
+                .and_then(PromptVariant::parse)
+                .unwrap_or_default(),
+            model: self.model(),
+            max_turns: self.inner.settings.max_turns,
+            draft_plan: context.draft_plan.clone(),
+        }
+    }
+
+    fn model(&self) -> String {
+        self.session
+            .context
+            .model
+            .clone()
+            .unwrap_or_else(|| self.inner.state.config.model.clone())
+    }
+
+    fn deadline(&self, timeout_seconds: u64) -> tokio::time::Instant {
+        let elapsed_ms = u64::try_from(now_ms() - self.session.created_at).unwrap_or(0);
+        let left =
+            Duration::from_secs(timeout_seconds).saturating_sub(Duration::from_millis(elapsed_ms));
+        tokio::time::Instant::now() + left
+    }
+
+    async fn transcript(&self) -> StoreResult<Vec<EventBody>> {
+        let store = &self.inner.state.store;
+        let mut events = Vec::new();
+        let mut after = 0;
+        loop {
+            let (page, more) = store.list_events(&self.session.id, after, 100).await?;
+            after = page.last().map_or(after, |e| e.id);
+            events.extend(page.into_iter().map(|e| e.body));
+            if !more {
+                return Ok(events);
+            }
+        }
+    }
+
+    /// Handle one frame; `Some(reason)` ends the session with that failure.
+    async fn on_frame(
+        &mut self,
+        frame: AgentFrame,
+        ready_with: &mut Option<Option<crate::sessions::lifecycle::Waiting>>,
+        model_tx: &mpsc::UnboundedSender<ModelReply>,
+    ) -> Option<String> {
+        match frame {
+            AgentFrame::Hello {
+                protocol_version, ..
+            } if protocol_version == FRAME_PROTOCOL_VERSION => {
+                if let Some(waiting_on) = ready_with.take() {
+                    self.apply(Input::AgentReady { waiting_on }).await;
+                }
+            }
+            AgentFrame::Hello {
+                protocol_version, ..
+            } => {
+                return Some(format!(
+                    "the agent speaks frame protocol {protocol_version}, the server {FRAME_PROTOCOL_VERSION}"
+                ));
+            }
+            AgentFrame::Event { event } => {
+                if matches!(event, EventBody::ControlRequest(_)) {
+                    return Some("the agent sent a control_request event".to_owned());
+                }
+                self.apply(Input::AgentEvent(event)).await;
+            }
+            AgentFrame::ModelRequest {
+                request_id,
+                request,
+            } => self.call_model(request_id, request, model_tx.clone()),
+            AgentFrame::Heartbeat {} => {}
+            AgentFrame::Patch { .. } => {
+                tracing::warn!(session_id = %self.session.id, "ignoring a patch: execution mode is not enabled");
+            }
+            AgentFrame::Done { .. } => self.saw_done = true,
+        }
+        None
+    }
+
+    fn call_model(
+        &self,
+        request_id: String,
+        request: ModelRequest,
+        replies: mpsc::UnboundedSender<ModelReply>,
+    ) {
+        let inner = self.inner.clone();
+        let session_id = self.session.id.clone();
+        let model = self.model();
+        let over_budget = self.usage.total() >= inner.settings.token_budget;
+        let calls = self.calls.clone();
+        tokio::spawn(async move {
+            let _permit = calls.acquire_owned().await;
+            let reply = if over_budget {
+                let error = ModelError {
+                    kind: ModelErrorKind::BudgetExhausted,
+                    message: format!(
+                        "the session spent its budget of {} tokens",
+                        inner.settings.token_budget
+                    ),
+                };
+                (ServerFrame::ModelError { request_id, error }, None)
+            } else {
+                complete(&inner, &session_id, &model, request_id, request).await
+            };
+            let _ = replies.send(reply);
+        });
+    }
+
+    async fn finish(&mut self, failure: Option<String>, stderr_tail: &Arc<Mutex<String>>) {
+        let status = self.wait_for_exit().await;
+        let clean =
+            failure.is_none() && self.saw_done && status.as_ref().is_some_and(|s| s.success());
+        let reason = failure.unwrap_or_else(|| match &status {
+            Some(s) => format!("it exited with {s}"),
+            None => "it did not exit and was killed".to_owned(),
+        });
+        let tail = stderr_tail.lock().map(|t| t.clone()).unwrap_or_default();
+        self.apply(Input::AgentExited {
+            clean,
+            reason,
+            stderr_tail: tail,
+        })
+        .await;
+    }
+
+    async fn wait_for_exit(&mut self) -> Option<std::process::ExitStatus> {
+        self.to_agent = None;
+        let grace = self.inner.settings.stop_grace;
+        let process = self.process.as_mut()?;
+        if !self.saw_done {
+            process.start_kill();
+        }
+        match tokio::time::timeout(grace.max(Duration::from_millis(100)), process.child.wait())
+            .await
+        {
+            Ok(status) => status.ok(),
+            Err(_) => {
+                process.start_kill();
+                process.child.wait().await.ok()
+            }
+        }
+    }
+
+    fn kill(&mut self) {
+        if let Some(process) = self.process.as_mut() {
+            process.start_kill();
+        }
+    }
+
+    fn seen(&self) {
+        self.last_seen_ms.store(now_ms(), Ordering::Relaxed);
+    }
+
+    fn send(&self, frame: ServerFrame) {
+        if let Some(to_agent) = &self.to_agent {
+            let _ = to_agent.send(frame);
+        }
+    }
+
+    async fn append_note(&self, subtype: &str, message: String) {
+        let note = EventBody::System(SystemEvent {
+            subtype: subtype.to_owned(),
+            message: Some(message),
+            data: serde_json::Value::Null,
+        });
+        if let Err(error) = crate::sessions::append(&self.inner.state, &self.session, &[note]).await
+        {
+            tracing::error!(session_id = %self.session.id, %error, "cannot append a note");
+        }
+    }
+
+    async fn set_agent_state(&self, state: AgentState) {
+        if let Err(error) = self
+            .inner
+            .state
+            .store
+            .set_agent_state(&self.session.id, state)
+            .await
+        {
+            tracing::error!(session_id = %self.session.id, %error, "cannot record the agent state");
+        }
+    }
+
+    /// Feed the lifecycle and carry out its effects.
+    async fn apply(&mut self, input: Input) {
+        for effect in self.lifecycle.on(input) {
+            if let Err(error) = self.carry_out(effect).await {
+                tracing::error!(session_id = %self.session.id, %error, "session effect failed");
+            }
+        }
+    }
+
+    async fn carry_out(&mut self, effect: Effect) -> StoreResult<()> {
+        let state = &self.inner.state;
+        match effect {
+            Effect::SetStatus(status) => state.store.set_status(&self.session.id, status).await?,
+            Effect::Append(event) | Effect::Record(event) => {
+                crate::sessions::append(state, &self.session, &[event]).await?;
+            }
+            Effect::Forward(event) => self.send(ServerFrame::UserEvent { event }),
+            Effect::Kill => self.kill(),
+            Effect::Archive => {
+                state.store.archive_session(&self.session.id).await?;
+                state.hub.forget(&self.session.id);
+            }
+        }
+        Ok(())
+    }
+}
+
+async fn complete(
+    inner: &Inner,
+    session_id: &str,
+    model: &str,
+    request_id: String,
+    request: ModelRequest,
+) -> ModelReply {
+    let outcome = inner.models.complete(model, request).await;
+    let (usage, attempts, error) = match &outcome {
+        Ok(c) => (c.response.usage, c.attempts, None),
+        Err(e) => (Usage::default(), 1, Some(e.message.clone())),
+    };
+    let call = ModelCall {
+        session_id: session_id.to_owned(),
+        model: model.to_owned(),
+        usage,
+        attempts,
+        error,
+    };
+    let total = match inner.state.store.record_model_call(&call).await {
+        Ok(total) => Some(total),
+        Err(error) => {
+            tracing::error!(session_id, %error, "cannot record a model call");
+            None
+        }
+    };
+    let frame = match outcome {
+        Ok(c) => ServerFrame::ModelResponse {
+            request_id,
+            response: c.response,
+        },
+        Err(error) => ServerFrame::ModelError { request_id, error },
+    };
+    (frame, total)
+}
+
+fn take_stdout(process: &mut AgentProcess) -> Result<tokio::process::ChildStdout, String> {
+    process
+        .stdout
+        .take()
+        .ok_or_else(|| "agent stdout already taken".to_owned())
+}
+
+fn take_stdin(process: &mut AgentProcess) -> Result<tokio::process::ChildStdin, String> {
+    process
+        .stdin
+        .take()
+        .ok_or_else(|| "agent stdin already taken".to_owned())
+}

@@ -1,0 +1,122 @@
+//! Sandboxed runners for the agent: a pure spec builder per runner, and one way to start it.
+//!
+//! `bwrap` is the default where it works. `process` is for development only: it is chosen
+//! explicitly and warns loudly. `auto` picks bwrap when a probe sandbox starts, else refuses
+//! to run sessions (eligibility then says `no_runner`).
+
+mod launch;
+pub mod spec;
+
+use std::path::{Path, PathBuf};
+
+pub use launch::AgentProcess;
+pub use spec::{CommandSpec, SandboxLimits, SandboxRequest, bwrap_spec, process_spec};
+
+use crate::config::RunnerKind;
+
+/// Why an agent could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    #[error("cannot start {program}: {reason}")]
+    Spawn { program: String, reason: String },
+    #[error("no sandbox runner is available: {0}")]
+    Unavailable(String),
+}
+
+/// A runner that can start agents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Runner {
+    Bwrap,
+    /// Unsandboxed; development only.
+    Process,
+}
+
+impl Runner {
+    /// The runner's name as configured and reported.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Runner::Bwrap => "bwrap",
+            Runner::Process => "process",
+        }
+    }
+
+    /// The command that starts an agent for the request.
+    pub fn spec(&self, req: &SandboxRequest) -> CommandSpec {
+        match self {
+            Runner::Bwrap => bwrap_spec(req),
+            Runner::Process => process_spec(req),
+        }
+    }
+
+    /// Start an agent.
+    pub fn launch(&self, req: &SandboxRequest) -> Result<AgentProcess, RunnerError> {
+        launch::spawn(&self.spec(req))
+    }
+}
+
+/// Choose the runner for the configured kind, probing what `auto` needs. The probe starts the
+/// agent binary's `--version` inside a real sandbox.
+pub async fn select(kind: RunnerKind, agent_binary: &Path) -> Result<Runner, RunnerError> {
+    match kind {
+        RunnerKind::Process => {
+            tracing::warn!(
+                "ULTRAPLAN_RUNNER=process: agents run UNSANDBOXED with network and host file \
+                 access. Use it for development only."
+            );
+            Ok(Runner::Process)
+        }
+        RunnerKind::Bwrap | RunnerKind::Auto => match probe_bwrap(agent_binary).await {
+            Ok(()) => Ok(Runner::Bwrap),
+            Err(reason) => Err(RunnerError::Unavailable(format!(
+                "bubblewrap could not start a sandbox ({reason}). Install the 'bubblewrap' \
+                 package and make sure user namespaces are allowed, or set \
+                 ULTRAPLAN_RUNNER=process for local development"
+            ))),
+        },
+        RunnerKind::Docker => Err(RunnerError::Unavailable(
+            "the docker runner is not built into this server yet; use bwrap".to_owned(),
+        )),
+    }
+}
+
+async fn probe_bwrap(agent_binary: &Path) -> Result<(), String> {
+    if !agent_binary.is_file() {
+        return Err(format!(
+            "agent binary {} not found (set ULTRAPLAN_AGENT_BIN)",
+            agent_binary.display()
+        ));
+    }
+    let dir = std::env::temp_dir();
+    let req = SandboxRequest {
+        session_id: "probe".to_owned(),
+        workspace: dir,
+        writable: false,
+        agent_binary: agent_binary.to_path_buf(),
+        limits: SandboxLimits::default(),
+        log_filter: "warn".to_owned(),
+    };
+    let mut spec = bwrap_spec(&req);
+    spec.args.push("--version".to_owned());
+    let output = tokio::process::Command::new(&spec.program)
+        .args(&spec.args)
+        .env_clear()
+        .output()
+        .await
+        .map_err(|e| format!("cannot run prlimit/bwrap: {e}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).trim().to_owned())
+    }
+}
+
+/// Where the agent binary is: `ULTRAPLAN_AGENT_BIN`, else beside the server's executable.
+pub fn default_agent_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("ULTRAPLAN_AGENT_BIN").filter(|v| !v.is_empty()) {
+        return PathBuf::from(path);
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join("ultraplan-agent")))
+        .unwrap_or_else(|| PathBuf::from("ultraplan-agent"))
+}
