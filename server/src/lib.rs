@@ -12,6 +12,7 @@ pub mod flags;
 pub mod hub;
 pub mod openapi;
 pub mod orchestrator;
+pub mod pages;
 pub mod runner;
 pub mod sessions;
 pub mod state;
@@ -34,6 +35,7 @@ pub use state::AppState;
 /// The whole application.
 pub fn router(state: AppState) -> Router {
     api::routes(state.config.max_json_body)
+        .merge(pages::routes())
         .layer(TraceLayer::new_for_http())
         .layer(SetSensitiveRequestHeadersLayer::new([
             AUTHORIZATION,

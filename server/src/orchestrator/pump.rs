@@ -5,16 +5,17 @@
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::mpsc;
 use ultraplan_protocol::constants::MAX_FRAME_BYTES;
 use ultraplan_protocol::frames::{AgentFrame, ServerFrame, decode_frame, encode_frame};
+
+use crate::runner::{AgentInput, AgentOutput};
 
 /// Bytes of stderr kept for error reports.
 const STDERR_TAIL_BYTES: usize = 4096;
 
 /// Read frames from the agent's stdout until EOF or the first bad frame.
-pub fn read_frames(stdout: ChildStdout) -> mpsc::Receiver<Result<AgentFrame, String>> {
+pub fn read_frames(stdout: AgentOutput) -> mpsc::Receiver<Result<AgentFrame, String>> {
     let (tx, rx) = mpsc::channel(64);
     tokio::spawn(async move {
         let mut reader = BufReader::new(stdout);
@@ -43,7 +44,7 @@ pub fn read_frames(stdout: ChildStdout) -> mpsc::Receiver<Result<AgentFrame, Str
 
 /// Write frames to the agent's stdin in order; stops when the channel closes or the pipe
 /// breaks.
-pub fn write_frames(mut stdin: ChildStdin) -> mpsc::UnboundedSender<ServerFrame> {
+pub fn write_frames(mut stdin: AgentInput) -> mpsc::UnboundedSender<ServerFrame> {
     let (tx, mut rx) = mpsc::unbounded_channel::<ServerFrame>();
     tokio::spawn(async move {
         while let Some(frame) = rx.recv().await {
@@ -68,7 +69,7 @@ pub fn write_frames(mut stdin: ChildStdin) -> mpsc::UnboundedSender<ServerFrame>
 
 /// Keep the last few KiB of the agent's stderr (its logs) for crash reports, and forward
 /// each line to the server's log at debug level.
-pub fn tail_stderr(stderr: ChildStderr, session_id: String) -> Arc<Mutex<String>> {
+pub fn tail_stderr(stderr: AgentOutput, session_id: String) -> Arc<Mutex<String>> {
     let tail = Arc::new(Mutex::new(String::new()));
     let keep = tail.clone();
     tokio::spawn(async move {

@@ -14,7 +14,7 @@ use ultraplan_protocol::session::PromptVariant;
 use super::pump::{read_frames, tail_stderr, write_frames};
 use super::{Command, Inner, Launch};
 use crate::bundles::bundle_dir;
-use crate::runner::{AgentProcess, SandboxRequest};
+use crate::runner::{AgentControl, AgentExit, AgentProcess, SandboxRequest};
 use crate::sessions::lifecycle::{Effect, Input, Lifecycle, error_result, unanswered_tool};
 use crate::store::{AgentState, ModelCall, SessionRow, StoreResult, now_ms};
 
@@ -26,7 +26,7 @@ struct SessionTask {
     session: SessionRow,
     lifecycle: Lifecycle,
     to_agent: Option<mpsc::UnboundedSender<ServerFrame>>,
-    process: Option<AgentProcess>,
+    process: Option<AgentControl>,
     usage: Usage,
     saw_done: bool,
     last_seen_ms: Arc<AtomicI64>,
@@ -77,14 +77,15 @@ impl SessionTask {
         self.set_agent_state(AgentState::Running).await;
         let transcript = self.transcript().await.map_err(|e| e.to_string())?;
         let waiting_on = unanswered_tool(&transcript);
-        let mut process = self.start_agent()?;
-        let mut frames = read_frames(take_stdout(&mut process)?);
-        let stderr_tail = match process.stderr_take() {
-            Some(stderr) => tail_stderr(stderr, self.session.id.clone()),
-            None => Arc::new(Mutex::new(String::new())),
-        };
-        let to_agent = write_frames(take_stdin(&mut process)?);
-        self.process = Some(process);
+        let (stdin, stdout, stderr, control) = self
+            .start_agent()
+            .await?
+            .into_parts()
+            .ok_or("the agent's stdio was not available")?;
+        let mut frames = read_frames(stdout);
+        let stderr_tail = tail_stderr(stderr, self.session.id.clone());
+        let to_agent = write_frames(stdin);
+        self.process = Some(control);
         let _ = to_agent.send(ServerFrame::Hello {
             protocol_version: FRAME_PROTOCOL_VERSION,
         });
@@ -161,7 +162,7 @@ impl SessionTask {
         }
     }
 
-    fn start_agent(&mut self) -> Result<AgentProcess, String> {
+    async fn start_agent(&mut self) -> Result<AgentProcess, String> {
         let bundle = self
             .session
             .bundle_id
@@ -187,6 +188,7 @@ impl SessionTask {
         self.inner
             .runner
             .launch(&request)
+            .await
             .map_err(|e| e.to_string())
     }
 
@@ -313,9 +315,9 @@ impl SessionTask {
     async fn finish(&mut self, failure: Option<String>, stderr_tail: &Arc<Mutex<String>>) {
         let status = self.wait_for_exit().await;
         let clean =
-            failure.is_none() && self.saw_done && status.as_ref().is_some_and(|s| s.success());
+            failure.is_none() && self.saw_done && status.as_ref().is_some_and(|s| s.success);
         let reason = failure.unwrap_or_else(|| match &status {
-            Some(s) => format!("it exited with {s}"),
+            Some(s) => format!("it exited with {}", s.description),
             None => "it did not exit and was killed".to_owned(),
         });
         let tail = stderr_tail.lock().map(|t| t.clone()).unwrap_or_default();
@@ -327,20 +329,18 @@ impl SessionTask {
         .await;
     }
 
-    async fn wait_for_exit(&mut self) -> Option<std::process::ExitStatus> {
+    async fn wait_for_exit(&mut self) -> Option<AgentExit> {
         self.to_agent = None;
         let grace = self.inner.settings.stop_grace;
         let process = self.process.as_mut()?;
         if !self.saw_done {
             process.start_kill();
         }
-        match tokio::time::timeout(grace.max(Duration::from_millis(100)), process.child.wait())
-            .await
-        {
-            Ok(status) => status.ok(),
+        match tokio::time::timeout(grace.max(Duration::from_millis(100)), process.wait()).await {
+            Ok(exit) => exit,
             Err(_) => {
                 process.start_kill();
-                process.child.wait().await.ok()
+                process.wait().await
             }
         }
     }
@@ -446,18 +446,4 @@ async fn complete(
         Err(error) => ServerFrame::ModelError { request_id, error },
     };
     (frame, total)
-}
-
-fn take_stdout(process: &mut AgentProcess) -> Result<tokio::process::ChildStdout, String> {
-    process
-        .stdout
-        .take()
-        .ok_or_else(|| "agent stdout already taken".to_owned())
-}
-
-fn take_stdin(process: &mut AgentProcess) -> Result<tokio::process::ChildStdin, String> {
-    process
-        .stdin
-        .take()
-        .ok_or_else(|| "agent stdin already taken".to_owned())
 }

@@ -1,30 +1,94 @@
-//! Starting a [`CommandSpec`] as a child with piped stdio.
+//! A running agent, whatever started it: its stdio and a way to stop and reap it.
 
+use std::pin::Pin;
 use std::process::Stdio;
 
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::process::{Child, Command};
 
 use super::RunnerError;
+use super::docker::ContainerHandle;
 use super::spec::CommandSpec;
 
-/// A running agent: its stdio and a way to stop it.
+/// The agent's stdin.
+pub type AgentInput = Pin<Box<dyn AsyncWrite + Send>>;
+/// The agent's stdout or stderr.
+pub type AgentOutput = Pin<Box<dyn AsyncRead + Send>>;
+
+/// How the agent ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentExit {
+    pub success: bool,
+    pub description: String,
+}
+
+enum Handle {
+    Child(Child),
+    Container(ContainerHandle),
+}
+
+/// Stops and reaps an agent once its stdio has been taken.
+pub struct AgentControl {
+    handle: Handle,
+}
+
+/// A running agent.
 pub struct AgentProcess {
-    pub stdin: Option<ChildStdin>,
-    pub stdout: Option<ChildStdout>,
-    pub stderr: Option<ChildStderr>,
-    pub child: Child,
+    pub stdin: Option<AgentInput>,
+    pub stdout: Option<AgentOutput>,
+    pub stderr: Option<AgentOutput>,
+    handle: Handle,
 }
 
 impl AgentProcess {
-    /// Take the stderr pipe (once).
-    pub fn stderr_take(&mut self) -> Option<ChildStderr> {
-        self.stderr.take()
+    pub(crate) fn container(
+        stdin: AgentInput,
+        stdout: AgentOutput,
+        stderr: AgentOutput,
+        handle: ContainerHandle,
+    ) -> Self {
+        AgentProcess {
+            stdin: Some(stdin),
+            stdout: Some(stdout),
+            stderr: Some(stderr),
+            handle: Handle::Container(handle),
+        }
     }
 
+    /// Split into stdio and the control handle; `None` if stdio was already taken.
+    pub fn into_parts(self) -> Option<(AgentInput, AgentOutput, AgentOutput, AgentControl)> {
+        Some((
+            self.stdin?,
+            self.stdout?,
+            self.stderr?,
+            AgentControl {
+                handle: self.handle,
+            },
+        ))
+    }
+}
+
+impl AgentControl {
     /// Start killing the agent; returns immediately.
     pub fn start_kill(&mut self) {
-        if let Err(error) = self.child.start_kill() {
-            tracing::debug!(%error, "agent already gone");
+        match &mut self.handle {
+            Handle::Child(child) => {
+                if let Err(error) = child.start_kill() {
+                    tracing::debug!(%error, "agent already gone");
+                }
+            }
+            Handle::Container(container) => container.start_kill(),
+        }
+    }
+
+    /// Wait for the agent to end (and, for containers, be removed).
+    pub async fn wait(&mut self) -> Option<AgentExit> {
+        match &mut self.handle {
+            Handle::Child(child) => child.wait().await.ok().map(|status| AgentExit {
+                success: status.success(),
+                description: status.to_string(),
+            }),
+            Handle::Container(container) => container.wait().await,
         }
     }
 }
@@ -56,9 +120,9 @@ pub fn spawn(spec: &CommandSpec) -> Result<AgentProcess, RunnerError> {
         });
     };
     Ok(AgentProcess {
-        stdin: Some(stdin),
-        stdout: Some(stdout),
-        stderr: Some(stderr),
-        child,
+        stdin: Some(Box::pin(stdin)),
+        stdout: Some(Box::pin(stdout)),
+        stderr: Some(Box::pin(stderr)),
+        handle: Handle::Child(child),
     })
 }

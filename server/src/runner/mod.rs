@@ -1,15 +1,17 @@
 //! Sandboxed runners for the agent: a pure spec builder per runner, and one way to start it.
 //!
-//! `bwrap` is the default where it works. `process` is for development only: it is chosen
-//! explicitly and warns loudly. `auto` picks bwrap when a probe sandbox starts, else refuses
-//! to run sessions (eligibility then says `no_runner`).
+//! `auto` prefers Docker when the daemon answers and the agent image builds, then bwrap. `process` is for development only: it is chosen
+//! explicitly and warns loudly. With neither, the server refuses to run
+//! sessions (eligibility then says `no_runner`).
 
+pub mod docker;
 mod launch;
 pub mod spec;
 
 use std::path::{Path, PathBuf};
 
-pub use launch::AgentProcess;
+pub use docker::DockerRunner;
+pub use launch::{AgentControl, AgentExit, AgentInput, AgentOutput, AgentProcess};
 pub use spec::{CommandSpec, SandboxLimits, SandboxRequest, bwrap_spec, process_spec};
 
 use crate::config::RunnerKind;
@@ -24,8 +26,9 @@ pub enum RunnerError {
 }
 
 /// A runner that can start agents.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Runner {
+    Docker(DockerRunner),
     Bwrap,
     /// Unsandboxed; development only.
     Process,
@@ -35,22 +38,19 @@ impl Runner {
     /// The runner's name as configured and reported.
     pub fn name(&self) -> &'static str {
         match self {
+            Runner::Docker(_) => "docker",
             Runner::Bwrap => "bwrap",
             Runner::Process => "process",
         }
     }
 
-    /// The command that starts an agent for the request.
-    pub fn spec(&self, req: &SandboxRequest) -> CommandSpec {
-        match self {
-            Runner::Bwrap => bwrap_spec(req),
-            Runner::Process => process_spec(req),
-        }
-    }
-
     /// Start an agent.
-    pub fn launch(&self, req: &SandboxRequest) -> Result<AgentProcess, RunnerError> {
-        launch::spawn(&self.spec(req))
+    pub async fn launch(&self, req: &SandboxRequest) -> Result<AgentProcess, RunnerError> {
+        match self {
+            Runner::Docker(docker) => docker.launch(req).await,
+            Runner::Bwrap => launch::spawn(&bwrap_spec(req)),
+            Runner::Process => launch::spawn(&process_spec(req)),
+        }
     }
 }
 
@@ -65,17 +65,26 @@ pub async fn select(kind: RunnerKind, agent_binary: &Path) -> Result<Runner, Run
             );
             Ok(Runner::Process)
         }
-        RunnerKind::Bwrap | RunnerKind::Auto => match probe_bwrap(agent_binary).await {
-            Ok(()) => Ok(Runner::Bwrap),
-            Err(reason) => Err(RunnerError::Unavailable(format!(
-                "bubblewrap could not start a sandbox ({reason}). Install the 'bubblewrap' \
+        RunnerKind::Docker => Ok(Runner::Docker(DockerRunner::prepare(agent_binary).await?)),
+        RunnerKind::Auto => match DockerRunner::prepare(agent_binary).await {
+            Ok(docker) => Ok(Runner::Docker(docker)),
+            Err(error) => {
+                tracing::info!(%error, "docker is not usable; trying bubblewrap");
+                select_bwrap(agent_binary).await
+            }
+        },
+        RunnerKind::Bwrap => select_bwrap(agent_binary).await,
+    }
+}
+
+async fn select_bwrap(agent_binary: &Path) -> Result<Runner, RunnerError> {
+    match probe_bwrap(agent_binary).await {
+        Ok(()) => Ok(Runner::Bwrap),
+        Err(reason) => Err(RunnerError::Unavailable(format!(
+            "bubblewrap could not start a sandbox ({reason}). Install the 'bubblewrap' \
                  package and make sure user namespaces are allowed, or set \
                  ULTRAPLAN_RUNNER=process for local development"
-            ))),
-        },
-        RunnerKind::Docker => Err(RunnerError::Unavailable(
-            "the docker runner is not built into this server yet; use bwrap".to_owned(),
-        )),
+        ))),
     }
 }
 

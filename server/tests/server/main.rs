@@ -2,6 +2,7 @@
 //! real TCP against SQLite and PostgreSQL.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod agents;
 mod api;
 mod bundles;
 mod decisions;

@@ -74,6 +74,15 @@ impl TestServer {
     }
 
     pub async fn start_with(backend: Backend, tweak: impl FnOnce(&mut Config)) -> Self {
+        Self::start_full(backend, tweak, |state| state).await
+    }
+
+    /// Start with a config tweak and a final say over the state (e.g. an orchestrator).
+    pub async fn start_full(
+        backend: Backend,
+        tweak: impl FnOnce(&mut Config),
+        finish: impl FnOnce(AppState) -> AppState,
+    ) -> Self {
         let db = test_db(backend).await;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -85,7 +94,7 @@ impl TestServer {
         config.public_url = format!("http://{addr}");
         tweak(&mut config);
         let store = ultraplan_server::open(&config).await.expect("open store");
-        let state = AppState::new(config, store);
+        let state = finish(AppState::new(config, store));
         let (tx, rx) = oneshot::channel();
         let served = state.clone();
         tokio::spawn(async move {

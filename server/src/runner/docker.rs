@@ -1,0 +1,396 @@
+//! The Docker runner (bollard): the static agent in a `FROM scratch` image built locally, with
+//! no network, a read-only root, every capability dropped, no new privileges, a non-root
+//! user, memory/CPU/pids limits and the bundle mounted read-only. Containers carry labels so
+//! orphans from a crashed server are swept at start-up.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use bollard::Docker;
+use bollard::container::LogOutput;
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{
+    AttachContainerOptionsBuilder, BuildImageOptionsBuilder, CreateContainerOptionsBuilder,
+    KillContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
+    WaitContainerOptions,
+};
+use futures_util::StreamExt;
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncWriteExt;
+use tokio::task::JoinHandle;
+
+use super::RunnerError;
+use super::launch::{AgentExit, AgentProcess};
+use super::spec::{AGENT_MOUNT, SANDBOX_UID, SandboxRequest, WORKSPACE_MOUNT};
+
+/// Label on every container the server starts.
+pub const MANAGED_LABEL: &str = "dev.ultraplan.managed";
+/// Label naming the session a container runs.
+pub const SESSION_LABEL: &str = "dev.ultraplan.session";
+
+fn unavailable(what: &str, e: impl std::fmt::Display) -> RunnerError {
+    RunnerError::Unavailable(format!("docker: {what}: {e}"))
+}
+
+/// A connected Docker daemon and the agent image.
+#[derive(Clone)]
+pub struct DockerRunner {
+    docker: Docker,
+    image: String,
+}
+
+impl std::fmt::Debug for DockerRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DockerRunner")
+            .field("image", &self.image)
+            .finish()
+    }
+}
+
+/// The container the request describes (pure; unit-tested).
+pub fn container_spec(req: &SandboxRequest, image: &str) -> ContainerCreateBody {
+    let mode = if req.writable { "rw" } else { "ro" };
+    let limits = &req.limits;
+    let host_config = HostConfig {
+        network_mode: Some("none".to_owned()),
+        readonly_rootfs: Some(true),
+        cap_drop: Some(vec!["ALL".to_owned()]),
+        security_opt: Some(vec!["no-new-privileges".to_owned()]),
+        memory: i64::try_from(limits.memory_bytes).ok(),
+        nano_cpus: Some(1_000_000_000),
+        pids_limit: i64::try_from(limits.processes).ok(),
+        binds: Some(vec![format!(
+            "{}:{WORKSPACE_MOUNT}:{mode}",
+            req.workspace.display()
+        )]),
+        tmpfs: Some(HashMap::from([(
+            "/tmp".to_owned(),
+            "rw,nosuid,nodev,size=268435456,mode=1777".to_owned(),
+        )])),
+        ..HostConfig::default()
+    };
+    ContainerCreateBody {
+        image: Some(image.to_owned()),
+        cmd: Some(vec![AGENT_MOUNT.to_owned()]),
+        user: Some(format!("{SANDBOX_UID}:{SANDBOX_UID}")),
+        working_dir: Some(WORKSPACE_MOUNT.to_owned()),
+        env: Some(vec![
+            format!("ULTRAPLAN_WORKSPACE={WORKSPACE_MOUNT}"),
+            format!("ULTRAPLAN_LOG={}", req.log_filter),
+            "HOME=/tmp".to_owned(),
+        ]),
+        labels: Some(HashMap::from([
+            (MANAGED_LABEL.to_owned(), "true".to_owned()),
+            (SESSION_LABEL.to_owned(), req.session_id.clone()),
+        ])),
+        attach_stdin: Some(true),
+        attach_stdout: Some(true),
+        attach_stderr: Some(true),
+        open_stdin: Some(true),
+        stdin_once: Some(true),
+        tty: Some(false),
+        network_disabled: Some(true),
+        host_config: Some(host_config),
+        ..ContainerCreateBody::default()
+    }
+}
+
+/// The Dockerfile of the agent image.
+const DOCKERFILE: &str = "FROM scratch\nCOPY ultraplan-agent /ultraplan-agent\nUSER 65534:65534\n\
+                          WORKDIR /workspace\nENTRYPOINT [\"/ultraplan-agent\"]\n";
+
+fn build_context(agent: &[u8]) -> Result<Vec<u8>, std::io::Error> {
+    let mut builder = tar::Builder::new(Vec::new());
+    for (name, data, mode) in [
+        ("Dockerfile", DOCKERFILE.as_bytes(), 0o644),
+        ("ultraplan-agent", agent, 0o755),
+    ] {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(mode);
+        header.set_cksum();
+        builder.append_data(&mut header, name, data)?;
+    }
+    builder.into_inner()
+}
+
+impl DockerRunner {
+    /// Connect, sweep orphans, and make sure the agent image exists (built in-process from
+    /// the static binary; no registry is contacted).
+    pub async fn prepare(agent_binary: &Path) -> Result<Self, RunnerError> {
+        let docker = Docker::connect_with_local_defaults()
+            .map_err(|e| unavailable("cannot connect", e))?
+            .negotiate_version()
+            .await
+            .map_err(|e| unavailable("the daemon does not answer", e))?;
+        docker
+            .ping()
+            .await
+            .map_err(|e| unavailable("the daemon does not answer", e))?;
+        let agent = tokio::fs::read(agent_binary)
+            .await
+            .map_err(|e| unavailable(&format!("reading {}", agent_binary.display()), e))?;
+        let digest = hex::encode(Sha256::digest(&agent));
+        let image = format!("ultraplan-agent:{}", &digest[..12]);
+        let runner = DockerRunner { docker, image };
+        runner.sweep_orphans().await;
+        if runner.docker.inspect_image(&runner.image).await.is_err() {
+            runner.build_image(&agent).await?;
+        }
+        Ok(runner)
+    }
+
+    async fn build_image(&self, agent: &[u8]) -> Result<(), RunnerError> {
+        let context = build_context(agent).map_err(|e| unavailable("build context", e))?;
+        let options = BuildImageOptionsBuilder::new()
+            .dockerfile("Dockerfile")
+            .t(&self.image)
+            .rm(true)
+            .forcerm(true)
+            .build();
+        let mut stream =
+            self.docker
+                .build_image(options, None, Some(bollard::body_full(context.into())));
+        while let Some(item) = stream.next().await {
+            let info = item.map_err(|e| unavailable("building the agent image", e))?;
+            if let Some(detail) = info.error_detail {
+                let message = detail.message.unwrap_or_default();
+                return Err(unavailable("building the agent image", message));
+            }
+        }
+        tracing::info!(image = %self.image, "built the agent image");
+        Ok(())
+    }
+
+    /// Remove containers a previous server left behind.
+    pub async fn sweep_orphans(&self) {
+        let filters = HashMap::from([("label", vec![format!("{MANAGED_LABEL}=true")])]);
+        let options = ListContainersOptionsBuilder::new()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let Ok(containers) = self.docker.list_containers(Some(options)).await else {
+            return;
+        };
+        for id in containers.into_iter().filter_map(|c| c.id) {
+            tracing::warn!(container = %id, "removing an orphaned agent container");
+            remove(&self.docker, &id).await;
+        }
+    }
+
+    /// Containers this server manages right now (for tests and metrics).
+    pub async fn managed_containers(&self) -> Result<Vec<String>, RunnerError> {
+        let filters = HashMap::from([("label", vec![format!("{MANAGED_LABEL}=true")])]);
+        let options = ListContainersOptionsBuilder::new()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let containers = self
+            .docker
+            .list_containers(Some(options))
+            .await
+            .map_err(|e| unavailable("listing containers", e))?;
+        Ok(containers.into_iter().filter_map(|c| c.id).collect())
+    }
+
+    /// Create, attach and start the agent's container.
+    pub async fn launch(&self, req: &SandboxRequest) -> Result<AgentProcess, RunnerError> {
+        let suffix = uuid::Uuid::new_v4().simple().to_string();
+        let name = format!("ultraplan-{}-{}", req.session_id, &suffix[..8]);
+        let options = CreateContainerOptionsBuilder::new().name(&name).build();
+        self.docker
+            .create_container(Some(options), container_spec(req, &self.image))
+            .await
+            .map_err(|e| unavailable("creating the container", e))?;
+        let attach = AttachContainerOptionsBuilder::new()
+            .stdin(true)
+            .stdout(true)
+            .stderr(true)
+            .stream(true)
+            .build();
+        let attached = match self.docker.attach_container(&name, Some(attach)).await {
+            Ok(attached) => attached,
+            Err(e) => {
+                remove(&self.docker, &name).await;
+                return Err(unavailable("attaching to the container", e));
+            }
+        };
+        if let Err(e) = self.docker.start_container(&name, None).await {
+            remove(&self.docker, &name).await;
+            return Err(unavailable("starting the container", e));
+        }
+        let (stdout, stderr) = demux(attached.output);
+        let handle = ContainerHandle {
+            docker: self.docker.clone(),
+            exit: Some(watch_exit(self.docker.clone(), name.clone())),
+            name,
+        };
+        Ok(AgentProcess::container(
+            attached.input,
+            stdout,
+            stderr,
+            handle,
+        ))
+    }
+}
+
+/// Split Docker's multiplexed output into stdout and stderr pipes.
+fn demux(
+    mut output: std::pin::Pin<
+        Box<dyn futures_util::Stream<Item = Result<LogOutput, bollard::errors::Error>> + Send>,
+    >,
+) -> (super::launch::AgentOutput, super::launch::AgentOutput) {
+    let (mut out_tx, out_rx) = tokio::io::duplex(1 << 16);
+    let (mut err_tx, err_rx) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        while let Some(Ok(chunk)) = output.next().await {
+            let written = match chunk {
+                LogOutput::StdOut { message } | LogOutput::Console { message } => {
+                    out_tx.write_all(&message).await
+                }
+                LogOutput::StdErr { message } => err_tx.write_all(&message).await,
+                LogOutput::StdIn { .. } => Ok(()),
+            };
+            if written.is_err() {
+                return;
+            }
+        }
+    });
+    (Box::pin(out_rx), Box::pin(err_rx))
+}
+
+fn watch_exit(docker: Docker, name: String) -> JoinHandle<AgentExit> {
+    tokio::spawn(async move {
+        let options = WaitContainerOptions {
+            condition: "not-running".to_owned(),
+        };
+        let mut waits = docker.wait_container(&name, Some(options));
+        let code = match waits.next().await {
+            Some(Ok(response)) => response.status_code,
+            Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => code,
+            Some(Err(e)) => {
+                return AgentExit {
+                    success: false,
+                    description: format!("waiting on the container failed: {e}"),
+                };
+            }
+            None => -1,
+        };
+        AgentExit {
+            success: code == 0,
+            description: format!("container exit code {code}"),
+        }
+    })
+}
+
+async fn remove(docker: &Docker, name: &str) {
+    let options = RemoveContainerOptionsBuilder::new()
+        .force(true)
+        .v(true)
+        .build();
+    if let Err(error) = docker.remove_container(name, Some(options)).await {
+        tracing::debug!(%error, container = name, "container already gone");
+    }
+}
+
+/// Stops and reaps one container.
+pub struct ContainerHandle {
+    docker: Docker,
+    name: String,
+    exit: Option<JoinHandle<AgentExit>>,
+}
+
+impl ContainerHandle {
+    /// Kill the container in the background.
+    pub fn start_kill(&self) {
+        let docker = self.docker.clone();
+        let name = self.name.clone();
+        tokio::spawn(async move {
+            let options = KillContainerOptionsBuilder::new().signal("SIGKILL").build();
+            let _ = docker.kill_container(&name, Some(options)).await;
+        });
+    }
+
+    /// Wait for the container to stop, then remove it.
+    pub async fn wait(&mut self) -> Option<AgentExit> {
+        let exit = match self.exit.take() {
+            Some(handle) => handle.await.ok(),
+            None => None,
+        };
+        remove(&self.docker, &self.name).await;
+        exit
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::runner::SandboxLimits;
+
+    #[test]
+    fn containers_are_locked_down() {
+        let req = SandboxRequest {
+            session_id: "s1".into(),
+            workspace: PathBuf::from("/data/bundles/abc"),
+            writable: false,
+            agent_binary: PathBuf::from("/opt/agent"),
+            limits: SandboxLimits::default(),
+            log_filter: "info".into(),
+        };
+        let spec = container_spec(&req, "ultraplan-agent:abc");
+        let host = spec.host_config.clone().expect("host config");
+        assert_eq!(host.network_mode.as_deref(), Some("none"));
+        assert_eq!(host.readonly_rootfs, Some(true));
+        assert_eq!(host.cap_drop, Some(vec!["ALL".to_owned()]));
+        assert_eq!(
+            host.security_opt,
+            Some(vec!["no-new-privileges".to_owned()])
+        );
+        assert_eq!(
+            host.binds,
+            Some(vec!["/data/bundles/abc:/workspace:ro".to_owned()])
+        );
+        assert_eq!(host.memory, Some(2 * 1024 * 1024 * 1024));
+        assert_eq!(host.pids_limit, Some(256));
+        assert!(host.privileged.is_none());
+        assert_eq!(spec.user.as_deref(), Some("65534:65534"));
+        assert_eq!(spec.network_disabled, Some(true));
+        let env = spec.env.clone().unwrap_or_default();
+        assert!(env.iter().all(|e| !e.contains("KEY")), "{env:?}");
+        let labels = spec.labels.clone().unwrap_or_default();
+        assert_eq!(labels.get(SESSION_LABEL).map(String::as_str), Some("s1"));
+        let writable = container_spec(
+            &SandboxRequest {
+                writable: true,
+                ..req
+            },
+            "i",
+        );
+        let binds = writable
+            .host_config
+            .and_then(|h| h.binds)
+            .unwrap_or_default();
+        assert_eq!(binds, vec!["/data/bundles/abc:/workspace:rw".to_owned()]);
+    }
+
+    #[test]
+    fn the_build_context_holds_the_dockerfile_and_agent() {
+        let context = build_context(b"\x7fELF").expect("tar");
+        let mut archive = tar::Archive::new(context.as_slice());
+        let names: Vec<String> = archive
+            .entries()
+            .expect("entries")
+            .map(|e| {
+                e.expect("entry")
+                    .path()
+                    .expect("path")
+                    .display()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(names, vec!["Dockerfile", "ultraplan-agent"]);
+        assert!(DOCKERFILE.starts_with("FROM scratch"));
+    }
+}
