@@ -1,14 +1,30 @@
 //! `ultraplan-agent`: the in-container plan-mode agent runtime.
 //!
-//! So far the crate holds the read-only tools the agent offers the model (`Glob`, `Grep`,
-//! `Read`), working inside a [`Workspace`] (the unpacked repository bundle); the main loop, the
-//! frames codec and the remaining tools come later.
+//! It speaks newline-delimited JSON frames on stdin/stdout with the server (DESIGN §3.5) and
+//! runs the plan-mode loop (DESIGN §4):
+//!
+//! - [`runtime`]: the IO layer — frame reader/writer threads, handshake, heartbeats, the loop
+//!   that drives the state machine and runs tools;
+//! - [`lifecycle`]: the agent lifecycle as a pure state machine (input in, effects out);
+//! - [`conversation`]: message helpers and the rebuild of a conversation from a transcript;
+//! - [`context`]: spilling, clearing, snipping and compaction of the history;
+//! - [`prompts`]: system prompt, first message and variants;
+//! - [`plan_tools`]: TodoWrite, AskUserQuestion and ExitPlanMode;
+//! - [`tools`]: the read-only tools (`Glob`, `Grep`, `Read`) inside a [`Workspace`].
 
+pub mod config;
+pub mod context;
+pub mod conversation;
+pub mod lifecycle;
+pub mod plan_tools;
+pub mod prompts;
+pub mod runtime;
 pub mod tools;
 pub mod workspace;
 
 #[cfg(test)]
 mod test_support;
 
+pub use runtime::{Outcome, RunEnv, run};
 pub use tools::{ToolOutput, ToolRegistry};
 pub use workspace::{Workspace, WorkspaceError};

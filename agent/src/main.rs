@@ -1,11 +1,54 @@
-//! `ultraplan-agent`: the in-container plan-mode agent. The runtime lands with the agent issue;
-//! until then the binary only answers `--version` and refuses to run.
+//! `ultraplan-agent`: the in-container plan-mode agent. Frames on stdin/stdout, logs on
+//! stderr (filter from `ULTRAPLAN_LOG`, default `info`).
 
-fn main() -> anyhow::Result<()> {
-    let arg = std::env::args().nth(1);
-    if arg.as_deref() == Some("--version") {
-        eprintln!("ultraplan-agent {}", env!("CARGO_PKG_VERSION"));
-        return Ok(());
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use tracing_subscriber::EnvFilter;
+use ultraplan_agent::RunEnv;
+
+fn main() -> ExitCode {
+    let version = env!("CARGO_PKG_VERSION");
+    if std::env::args().nth(1).as_deref() == Some("--version") {
+        eprintln!("ultraplan-agent {version}");
+        return ExitCode::SUCCESS;
     }
-    anyhow::bail!("the agent runtime is not built into this binary yet")
+    init_logging();
+    match serve(version) {
+        Ok(outcome) => {
+            if let Some(reason) = outcome.reason {
+                eprintln!("ultraplan-agent: {reason}");
+            }
+            ExitCode::from(outcome.code)
+        }
+        Err(e) => {
+            eprintln!("ultraplan-agent: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn serve(version: &str) -> anyhow::Result<ultraplan_agent::Outcome> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(16)
+        .enable_time()
+        .build()
+        .context("cannot start the async runtime")?;
+    let env = RunEnv::from_process(version);
+    let stdin = std::io::BufReader::new(std::io::stdin());
+    let outcome = runtime.block_on(ultraplan_agent::run(stdin, std::io::stdout(), env));
+    // Tool threads still running are abandoned: the process is about to exit.
+    runtime.shutdown_background();
+    Ok(outcome)
+}
+
+fn init_logging() {
+    let filter =
+        EnvFilter::try_from_env("ULTRAPLAN_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
 }

@@ -1,0 +1,110 @@
+//! Snipping the middle of a long history.
+//!
+//! The first user message (instructions and the task) and the most recent messages that fit a
+//! token budget are kept; what lies between is replaced by a one-line note. A cut never
+//! separates a tool_use from its tool_result.
+
+use ultraplan_protocol::model::Message;
+
+use crate::conversation::{message_chars, safe_cuts, user_text};
+
+/// Where the kept tail starts: the earliest cut (≥ 1) at which the tail fits `keep_tokens`
+/// and no tool_result loses its tool_use. When no tail fits, the shortest valid tail.
+pub fn tail_start(messages: &[Message], keep_tokens: usize) -> usize {
+    let len = messages.len();
+    if len <= 2 {
+        return len.min(1);
+    }
+    let safe = safe_cuts(messages);
+    let mut suffix_chars = vec![0usize; len + 1];
+    for i in (0..len).rev() {
+        suffix_chars[i] = suffix_chars[i + 1] + message_chars(&messages[i]);
+    }
+    let fits = (1..len).find(|&s| safe[s] && suffix_chars[s] / 4 <= keep_tokens);
+    fits.or_else(|| (1..len).rev().find(|&s| safe[s]))
+        .unwrap_or(1)
+}
+
+/// The note that replaces `count` snipped messages.
+pub fn snip_note(count: usize) -> String {
+    format!(
+        "[Earlier conversation snipped: {count} messages were removed to save context. \
+         Re-read files if you need details from that part.]"
+    )
+}
+
+/// The history with its middle snipped so the tail fits `keep_tokens`; unchanged when
+/// nothing would be removed.
+pub fn snip_middle(messages: &[Message], keep_tokens: usize) -> Vec<Message> {
+    let start = tail_start(messages, keep_tokens);
+    if start <= 1 {
+        return messages.to_vec();
+    }
+    let mut out = Vec::with_capacity(messages.len() - start + 2);
+    out.push(messages[0].clone());
+    out.push(user_text(snip_note(start - 1)));
+    out.extend_from_slice(&messages[start..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use ultraplan_protocol::ContentBlock;
+
+    use super::*;
+    use crate::conversation::{assistant, text_of, tool_calls, tool_result_block, user};
+
+    /// prompt, then `n` rounds of (call t<i>, result of `len` chars).
+    fn rounds(n: usize, len: usize) -> Vec<Message> {
+        let mut messages = vec![user_text("prompt")];
+        for i in 0..n {
+            let id = format!("t{i}");
+            messages.push(assistant(vec![ContentBlock::tool_use(
+                &id,
+                "Read",
+                json!({}),
+            )]));
+            messages.push(user(vec![tool_result_block(&id, "x".repeat(len), false)]));
+        }
+        messages
+    }
+
+    #[test]
+    fn tail_starts_at_valid_cuts_within_budget() {
+        // Each round is ~ (4 + 2 + len) chars; with len 400 a round is ~101 tokens.
+        let cases = [
+            (rounds(0, 400), 10, 1),
+            (rounds(1, 400), 10, 1),
+            (rounds(5, 400), 1_000_000, 1),
+            (rounds(5, 400), 250, 7),
+            (rounds(5, 400), 150, 9),
+            (rounds(5, 400), 0, 9),
+        ];
+        for (messages, keep, want) in cases {
+            let start = tail_start(&messages, keep);
+            assert_eq!(start, want, "{} messages keep {keep}", messages.len());
+            assert!(safe_cuts(&messages)[start]);
+        }
+    }
+
+    #[test]
+    fn snipping_keeps_head_note_and_paired_tail() {
+        let messages = rounds(6, 400);
+        let out = snip_middle(&messages, 250);
+        assert_eq!(out[0], messages[0]);
+        assert_eq!(text_of(&out[1]), snip_note(8));
+        assert_eq!(&out[2..], &messages[9..]);
+        assert!(!tool_calls(&out[2]).is_empty(), "tail starts with a call");
+        assert_eq!(snip_middle(&messages, 1_000_000), messages);
+    }
+
+    #[test]
+    fn steering_text_is_a_valid_cut() {
+        let mut messages = rounds(2, 4000);
+        messages.push(user_text("steer"));
+        messages.push(assistant(vec![ContentBlock::text("ok")]));
+        let out = snip_middle(&messages, 10);
+        assert_eq!(text_of(&out[2]), "steer");
+    }
+}

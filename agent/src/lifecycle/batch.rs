@@ -1,0 +1,161 @@
+//! Answering the tool_use blocks of one assistant message.
+//!
+//! TodoWrite is answered here; the read-only tools are handed to the runtime (which runs them
+//! concurrently); ExitPlanMode and AskUserQuestion are answered by the user after the batch,
+//! one per message; unknown tools and invalid inputs get error results. All results the agent
+//! produced go out as one user message, in the order of the calls.
+
+use ultraplan_protocol::ContentBlock;
+
+use super::{Agent, Batch, Effect, Phase, Wait};
+use crate::conversation::{ToolCall, user, user_event};
+use crate::plan_tools::{ask, exit_plan, todo};
+use crate::tools::ToolOutput;
+
+impl Agent {
+    /// Answers `calls` (a whole assistant message's, or the unanswered rest on resume).
+    pub(super) fn start_batch(&mut self, calls: Vec<ToolCall>, out: &mut Vec<Effect>) {
+        self.next_batch += 1;
+        let mut batch = Batch {
+            id: self.next_batch,
+            results: vec![None; calls.len()],
+            calls,
+            running: Vec::new(),
+            waiting: None,
+            early: None,
+        };
+        for i in 0..batch.calls.len() {
+            self.dispatch(&mut batch, i);
+        }
+        if batch.running.is_empty() {
+            return self.finish_batch(batch, out);
+        }
+        let calls = batch
+            .running
+            .iter()
+            .map(|&i| batch.calls[i].clone())
+            .collect();
+        out.push(Effect::RunTools {
+            batch: batch.id,
+            calls,
+        });
+        self.phase = Phase::Tools(batch);
+    }
+
+    /// Decides how call `i` is answered.
+    fn dispatch(&mut self, batch: &mut Batch, i: usize) {
+        let call = &batch.calls[i];
+        let name = call.name.as_str();
+        let answer = match name {
+            todo::NAME => Some(self.todos.apply(call.input.clone())),
+            exit_plan::NAME | ask::NAME => wait_for_user(batch, i),
+            _ if self.runnable.iter().any(|r| r == name) => {
+                batch.running.push(i);
+                None
+            }
+            _ => Some(self.unknown_tool(name)),
+        };
+        batch.results[i] = answer;
+    }
+
+    fn unknown_tool(&self, name: &str) -> ToolOutput {
+        let known: Vec<&str> = self.prefix.tools.iter().map(|t| t.name.as_str()).collect();
+        ToolOutput::error(format!(
+            "Unknown tool `{name}`. Available tools: {}.",
+            known.join(", ")
+        ))
+    }
+
+    /// Fills the outputs of the tools the runtime ran, then finishes the batch.
+    pub(super) fn on_tools_done(
+        &mut self,
+        batch_id: u64,
+        outputs: Vec<ToolOutput>,
+        out: &mut Vec<Effect>,
+    ) {
+        let mut batch = match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Tools(batch) if batch.id == batch_id => batch,
+            other => {
+                tracing::warn!(batch_id, "ignoring results of no running batch");
+                self.phase = other;
+                return;
+            }
+        };
+        if outputs.len() != batch.running.len() {
+            tracing::error!(
+                got = outputs.len(),
+                want = batch.running.len(),
+                "tool batch returned a wrong number of outputs"
+            );
+        }
+        let running = std::mem::take(&mut batch.running);
+        let mut outputs = outputs.into_iter();
+        for i in running {
+            let output = outputs
+                .next()
+                .unwrap_or_else(|| ToolOutput::error("The tool produced no result; try again."));
+            batch.results[i] = Some(output);
+        }
+        self.finish_batch(batch, out);
+    }
+
+    /// Emits the results the agent produced, then waits for the user or starts the next turn.
+    fn finish_batch(&mut self, batch: Batch, out: &mut Vec<Effect>) {
+        let mut blocks: Vec<ContentBlock> = batch
+            .calls
+            .iter()
+            .zip(batch.results)
+            .filter_map(|(call, result)| result.map(|r| r.into_block(&call.id)))
+            .collect();
+        if !blocks.is_empty() {
+            if let Some(reminder) = self.todos.take_reminder() {
+                blocks.push(ContentBlock::text(reminder));
+            }
+            let message = user(blocks);
+            let event = user_event(&message);
+            self.add(message, event, out);
+        }
+        match batch.waiting {
+            Some(wait) => {
+                self.phase = Phase::Waiting(wait);
+                if let Some(answer) = batch.early {
+                    self.on_user_message(answer, out);
+                }
+            }
+            None => {
+                self.flush_queued();
+                self.next_turn(out);
+            }
+        }
+    }
+}
+
+/// Registers call `i` as the one the user answers, or refuses it. `None` means "no result
+/// now"; the user's answer comes later.
+fn wait_for_user(batch: &mut Batch, i: usize) -> Option<ToolOutput> {
+    let call = &batch.calls[i];
+    let checked = if call.name == exit_plan::NAME {
+        exit_plan::validate(&call.input)
+    } else {
+        ask::validate(&call.input)
+    };
+    if let Err(message) = checked {
+        return Some(ToolOutput::error(message));
+    }
+    if batch.waiting.is_some() {
+        return Some(ToolOutput::error(format!(
+            "Only one {} or {} call can wait for the user at a time; this {} call was not \
+             shown to the user. Call it again after the first one is answered.",
+            exit_plan::NAME,
+            ask::NAME,
+            call.name
+        )));
+    }
+    let tool_use_id = call.id.clone();
+    batch.waiting = Some(if call.name == exit_plan::NAME {
+        Wait::Decision { tool_use_id }
+    } else {
+        Wait::Question { tool_use_id }
+    });
+    None
+}

@@ -1,0 +1,259 @@
+//! The agent's lifecycle as a pure state machine: an [`Input`] in, [`Effect`]s out.
+//!
+//! The runtime feeds it what happens (start, model replies, finished tool batches, user
+//! events) and carries out the effects (emit an event, send a model request, run read-only
+//! tools, exit). Nothing here does IO, reads a clock or spawns work, so every path is tested
+//! without pipes or sleeps.
+//!
+//! - `turn`: model requests, replies, errors, compaction;
+//! - `batch`: the tool_use blocks of one assistant message;
+//! - `user`: user events (answers, plan decisions, steering);
+//! - `resume`: where to continue from when the conversation was rebuilt from a transcript.
+
+mod batch;
+mod resume;
+mod turn;
+mod user;
+
+#[cfg(test)]
+mod test_harness;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_resume;
+#[cfg(test)]
+mod tests_user;
+
+use ultraplan_protocol::EventBody;
+use ultraplan_protocol::events::ResultEvent;
+use ultraplan_protocol::frames::StartSettings;
+use ultraplan_protocol::model::{Message, ModelError, ModelRequest, ModelResponse, Usage};
+
+use crate::config::AgentConfig;
+use crate::context::Prefix;
+use crate::conversation::{Rebuilt, ToolCall};
+use crate::plan_tools::todo::TodoState;
+use crate::tools::ToolOutput;
+
+/// Everything the state machine starts from.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    pub settings: StartSettings,
+    pub config: AgentConfig,
+    /// System prompt and tool definitions.
+    pub prefix: Prefix,
+    /// The first user message (instructions, project instructions, draft plan, prompt).
+    pub first_message: Message,
+    /// The conversation recovered from the transcript (the prompt excluded).
+    pub rebuilt: Rebuilt,
+    /// Tools the runtime runs (the read-only ones); the others are answered here.
+    pub runnable: Vec<String>,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// The handshake is done: start or resume.
+    Begin,
+    /// The reply to a model request.
+    Model {
+        request_id: String,
+        result: Result<ModelResponse, ModelError>,
+    },
+    /// A tool batch finished; one output per call, in the order of the calls.
+    ToolsDone {
+        batch: u64,
+        outputs: Vec<ToolOutput>,
+    },
+    /// A user event from the server (already in the session log).
+    User(EventBody),
+}
+
+/// What to do, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Send the event for the session log.
+    Emit(EventBody),
+    /// Send a model request; its reply comes back as [`Input::Model`].
+    Request {
+        request_id: String,
+        request: ModelRequest,
+    },
+    /// Run these read-only tools (concurrently); reply with [`Input::ToolsDone`].
+    RunTools { batch: u64, calls: Vec<ToolCall> },
+    /// Send `done` with the total usage and exit with this code.
+    Exit { code: u8 },
+}
+
+/// Why a model request was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    Turn,
+    Compact(CompactTrigger),
+}
+
+/// What started a compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CompactTrigger {
+    /// The history passed the compaction threshold.
+    Threshold,
+    /// The gateway refused the last request as too long.
+    PromptTooLong,
+}
+
+/// What the agent waits for from the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Wait {
+    /// The ExitPlanMode decision for this tool_use.
+    Decision { tool_use_id: String },
+    /// The answer to this AskUserQuestion.
+    Question { tool_use_id: String },
+    /// A message after the end of a turn.
+    EndOfTurn,
+}
+
+/// The tool_use blocks of one assistant message being answered.
+#[derive(Debug, Clone, PartialEq)]
+struct Batch {
+    id: u64,
+    calls: Vec<ToolCall>,
+    /// One slot per call; `None` until answered (and for the call the user answers).
+    results: Vec<Option<ToolOutput>>,
+    /// Slots the runtime is running.
+    running: Vec<usize>,
+    /// The call the user answers after the batch.
+    waiting: Option<Wait>,
+    /// The user's answer to it, if it came while the batch ran.
+    early: Option<Message>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Phase {
+    Idle,
+    Model {
+        request_id: String,
+        purpose: Purpose,
+    },
+    Tools(Batch),
+    Waiting(Wait),
+    Done,
+}
+
+/// The agent state machine.
+#[derive(Debug)]
+pub struct Agent {
+    settings: StartSettings,
+    config: AgentConfig,
+    prefix: Prefix,
+    runnable: Vec<String>,
+    messages: Vec<Message>,
+    /// User messages (already logged) to add at the next point the conversation allows.
+    queued: Vec<Message>,
+    todos: TodoState,
+    usage: Usage,
+    /// Assistant turns in the whole session, resumed ones included.
+    turns: u32,
+    next_request: u64,
+    next_batch: u64,
+    phase: Phase,
+    /// A compaction was already spent on the current prompt-too-long streak.
+    overflow_retry_used: bool,
+    /// History length right after the last compaction (no re-compaction before it grows).
+    compacted_at: Option<usize>,
+    /// The transcript's last assistant stop reason and whether its turn was closed.
+    resume_stop_reason: Option<String>,
+    resume_closed: bool,
+}
+
+impl Agent {
+    /// A state machine ready for [`Input::Begin`].
+    pub fn new(setup: Setup) -> Self {
+        let mut messages = vec![setup.first_message];
+        messages.extend(setup.rebuilt.messages);
+        let turns = messages
+            .iter()
+            .filter(|m| m.role == ultraplan_protocol::events::Role::Assistant)
+            .count();
+        Agent {
+            todos: TodoState::replay(&messages),
+            settings: setup.settings,
+            config: setup.config,
+            prefix: setup.prefix,
+            runnable: setup.runnable,
+            messages,
+            queued: setup.rebuilt.deferred,
+            usage: Usage::default(),
+            turns: u32::try_from(turns).unwrap_or(u32::MAX),
+            next_request: 0,
+            next_batch: 0,
+            phase: Phase::Idle,
+            overflow_retry_used: false,
+            compacted_at: None,
+            resume_stop_reason: setup.rebuilt.last_stop_reason,
+            resume_closed: setup.rebuilt.closed,
+        }
+    }
+
+    /// Handles one input.
+    pub fn handle(&mut self, input: Input) -> Vec<Effect> {
+        let mut out = Vec::new();
+        match input {
+            Input::Begin => self.begin(&mut out),
+            Input::Model { request_id, result } => self.on_model(&request_id, result, &mut out),
+            Input::ToolsDone { batch, outputs } => self.on_tools_done(batch, outputs, &mut out),
+            Input::User(event) => self.on_user_event(event, &mut out),
+        }
+        out
+    }
+
+    /// Tokens used by this process's model calls.
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// Whether the agent has exited.
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    /// The conversation so far.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// Adds a message the agent made and emits it.
+    fn add(&mut self, message: Message, event: EventBody, out: &mut Vec<Effect>) {
+        self.messages.push(message);
+        out.push(Effect::Emit(event));
+    }
+
+    /// Adds the queued user messages.
+    fn flush_queued(&mut self) {
+        self.messages.append(&mut self.queued);
+    }
+
+    fn result_event(&self, subtype: &str, text: &str) -> EventBody {
+        EventBody::Result(ResultEvent {
+            subtype: subtype.to_owned(),
+            is_error: subtype != ResultEvent::SUCCESS,
+            result: Some(text.to_owned()),
+            num_turns: Some(self.turns),
+            duration_ms: None,
+            usage: Some(self.usage),
+        })
+    }
+
+    /// Ends the session with a `result` of `subtype`.
+    fn finish(&mut self, subtype: &str, text: &str, out: &mut Vec<Effect>) {
+        if subtype != ResultEvent::SUCCESS {
+            tracing::warn!(subtype, text, "session ends with an error");
+        }
+        out.push(Effect::Emit(self.result_event(subtype, text)));
+        self.exit(out);
+    }
+
+    fn exit(&mut self, out: &mut Vec<Effect>) {
+        self.phase = Phase::Done;
+        out.push(Effect::Exit { code: 0 });
+    }
+}

@@ -1,0 +1,145 @@
+//! Helpers for the state-machine tests: a fixture agent, canned replies, effect readers.
+
+use serde_json::Value;
+use ultraplan_protocol::events::ResultEvent;
+use ultraplan_protocol::frames::{AgentMode, StartSettings};
+use ultraplan_protocol::model::{
+    Message, ModelError, ModelRequest, ModelResponse, StopReason, Usage,
+};
+use ultraplan_protocol::session::PromptVariant;
+use ultraplan_protocol::{ContentBlock, EventBody};
+
+use super::*;
+use crate::conversation::{rebuild, user_text};
+
+pub(crate) fn settings(max_turns: u32) -> StartSettings {
+    StartSettings {
+        session_id: "sess_test".into(),
+        mode: AgentMode::Plan,
+        prompt_variant: PromptVariant::SimplePlan,
+        model: "anthropic:test".into(),
+        max_turns,
+        draft_plan: None,
+    }
+}
+
+pub(crate) fn agent_from(transcript: &[EventBody], config: AgentConfig, max_turns: u32) -> Agent {
+    let rebuilt = rebuild(transcript);
+    Agent::new(Setup {
+        settings: settings(max_turns),
+        config,
+        prefix: crate::prompts::prefix(vec![]),
+        first_message: user_text(rebuilt.prompt.clone().unwrap_or_default()),
+        rebuilt,
+        runnable: vec!["Glob".into(), "Grep".into(), "Read".into()],
+    })
+}
+
+/// A new session, begun: returns the agent and the id of its first request.
+pub(crate) fn started() -> (Agent, String) {
+    let mut agent = agent_from(
+        &[EventBody::user_text("plan it")],
+        AgentConfig::default(),
+        50,
+    );
+    let effects = agent.handle(Input::Begin);
+    let id = request_id(&effects);
+    (agent, id)
+}
+
+pub(crate) fn reply(
+    blocks: Vec<ContentBlock>,
+    stop: StopReason,
+) -> Result<ModelResponse, ModelError> {
+    Ok(ModelResponse {
+        id: "msg".into(),
+        model: "test-model".into(),
+        content: blocks,
+        stop_reason: Some(stop),
+        usage: Usage {
+            input_tokens: 10,
+            output_tokens: 5,
+            ..Usage::default()
+        },
+    })
+}
+
+pub(crate) fn tool(id: &str, name: &str, input: Value) -> ContentBlock {
+    ContentBlock::tool_use(id, name, input)
+}
+
+pub(crate) fn model(
+    agent: &mut Agent,
+    id: &str,
+    result: Result<ModelResponse, ModelError>,
+) -> Vec<Effect> {
+    agent.handle(Input::Model {
+        request_id: id.to_owned(),
+        result,
+    })
+}
+
+pub(crate) fn request_id(effects: &[Effect]) -> String {
+    requests(effects)
+        .first()
+        .map(|(id, _)| id.clone())
+        .unwrap_or_default()
+}
+
+pub(crate) fn requests(effects: &[Effect]) -> Vec<(String, ModelRequest)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Request {
+                request_id,
+                request,
+            } => Some((request_id.clone(), request.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+pub(crate) fn emitted(effects: &[Effect]) -> Vec<EventBody> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Emit(event) => Some(event.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A compact label per effect: `assistant`, `user`, `result:<subtype>`, `system`, `request`,
+/// `tools:<names>`, `exit`.
+pub(crate) fn labels(effects: &[Effect]) -> Vec<String> {
+    effects
+        .iter()
+        .map(|e| match e {
+            Effect::Emit(EventBody::Assistant(_)) => "assistant".to_owned(),
+            Effect::Emit(EventBody::User(_)) => "user".to_owned(),
+            Effect::Emit(EventBody::Result(r)) => format!("result:{}", r.subtype),
+            Effect::Emit(_) => "system".to_owned(),
+            Effect::Request { .. } => "request".to_owned(),
+            Effect::RunTools { calls, .. } => format!(
+                "tools:{}",
+                calls
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            Effect::Exit { code } => format!("exit:{code}"),
+        })
+        .collect()
+}
+
+pub(crate) fn result_text(effects: &[Effect]) -> Option<String> {
+    emitted(effects).into_iter().find_map(|e| match e {
+        EventBody::Result(ResultEvent { result, .. }) => result,
+        _ => None,
+    })
+}
+
+pub(crate) fn last_message(request: &ModelRequest) -> &Message {
+    request.messages.last().expect("a message")
+}

@@ -1,0 +1,210 @@
+//! State-machine tests: resuming from a transcript.
+
+use serde_json::json;
+use ultraplan_protocol::constants::TELEPORT_REPLY;
+use ultraplan_protocol::events::{ResultEvent, Role};
+use ultraplan_protocol::model::StopReason;
+use ultraplan_protocol::{ContentBlock, EventBody};
+
+use super::test_harness::{agent_from, labels, last_message, requests, result_text, tool};
+use super::*;
+use crate::conversation::{text_of, tool_results};
+use crate::plan_tools::exit_plan::APPROVED_RESULT_TEXT;
+use crate::prompts::CONTINUE_NUDGE;
+
+fn prompt() -> EventBody {
+    EventBody::user_text("plan it")
+}
+
+fn call(id: &str, name: &str) -> EventBody {
+    let input = match name {
+        "ExitPlanMode" => json!({"plan": "# P"}),
+        "AskUserQuestion" => json!({"question": "Which?"}),
+        _ => json!({"pattern": "x"}),
+    };
+    EventBody::assistant(vec![tool(id, name, input)])
+}
+
+fn said(text: &str, stop: StopReason) -> EventBody {
+    let mut event = EventBody::assistant(vec![ContentBlock::text(text)]);
+    if let EventBody::Assistant(a) = &mut event {
+        a.message.stop_reason = Some(crate::conversation::stop_reason_name(stop));
+    }
+    event
+}
+
+fn success() -> EventBody {
+    EventBody::Result(ResultEvent {
+        subtype: "success".into(),
+        is_error: false,
+        result: None,
+        num_turns: None,
+        duration_ms: None,
+        usage: None,
+    })
+}
+
+fn begin(transcript: &[EventBody]) -> (Agent, Vec<Effect>) {
+    let mut agent = agent_from(transcript, AgentConfig::default(), 50);
+    let effects = agent.handle(Input::Begin);
+    (agent, effects)
+}
+
+#[test]
+fn resume_points() {
+    let teleport = EventBody::tool_result("p", "__ULTRAPLAN_TELEPORT_LOCAL__\n# P", true);
+    let approve = EventBody::tool_result("p", "## Approved Plan:\n# P", false);
+    let cases: Vec<(&str, Vec<EventBody>, Vec<&str>)> = vec![
+        ("new session", vec![prompt()], vec!["request"]),
+        (
+            "pending plan waits",
+            vec![prompt(), call("p", "ExitPlanMode")],
+            vec![],
+        ),
+        (
+            "pending read re-runs",
+            vec![prompt(), call("g", "Grep")],
+            vec!["tools:Grep"],
+        ),
+        (
+            "pending question with a logged answer",
+            vec![
+                prompt(),
+                call("q", "AskUserQuestion"),
+                EventBody::user_text("B"),
+            ],
+            vec!["user", "request"],
+        ),
+        (
+            "results logged, no reply yet",
+            vec![
+                prompt(),
+                call("g", "Grep"),
+                EventBody::tool_result("g", "hit", false),
+            ],
+            vec!["request"],
+        ),
+        (
+            "rejection logged",
+            vec![
+                prompt(),
+                call("p", "ExitPlanMode"),
+                EventBody::tool_result("p", "no", true),
+            ],
+            vec!["request"],
+        ),
+        (
+            "teleport logged",
+            vec![prompt(), call("p", "ExitPlanMode"), teleport.clone()],
+            vec!["assistant", "result:success", "exit:0"],
+        ),
+        (
+            "teleport reply logged, result missing",
+            vec![
+                prompt(),
+                call("p", "ExitPlanMode"),
+                teleport.clone(),
+                said(TELEPORT_REPLY, StopReason::EndTurn),
+            ],
+            vec!["result:success", "exit:0"],
+        ),
+        (
+            "teleport fully logged",
+            vec![
+                prompt(),
+                call("p", "ExitPlanMode"),
+                teleport,
+                said(TELEPORT_REPLY, StopReason::EndTurn),
+                success(),
+            ],
+            vec!["exit:0"],
+        ),
+        (
+            "approval logged",
+            vec![prompt(), call("p", "ExitPlanMode"), approve],
+            vec!["result:success", "exit:0"],
+        ),
+        (
+            "turn closed",
+            vec![prompt(), said("done", StopReason::EndTurn), success()],
+            vec![],
+        ),
+        (
+            "turn ended, result missing",
+            vec![prompt(), said("done", StopReason::EndTurn)],
+            vec!["result:success"],
+        ),
+        (
+            "cut reply",
+            vec![prompt(), said("part", StopReason::MaxTokens)],
+            vec!["user", "request"],
+        ),
+        (
+            "steering after a closed turn",
+            vec![
+                prompt(),
+                said("done", StopReason::EndTurn),
+                success(),
+                EventBody::user_text("more"),
+            ],
+            vec!["request"],
+        ),
+    ];
+    for (name, transcript, want) in cases {
+        let (_, effects) = begin(&transcript);
+        assert_eq!(labels(&effects), want, "{name}");
+    }
+}
+
+#[test]
+fn pending_plan_makes_no_model_call_until_the_decision() {
+    let transcript = vec![
+        prompt(),
+        call("g", "Glob"),
+        EventBody::tool_result("g", "src/a.rs", false),
+        call("p", "ExitPlanMode"),
+        EventBody::user_text("keep it small"),
+    ];
+    let (mut agent, effects) = begin(&transcript);
+    assert!(effects.is_empty());
+    let effects = agent.handle(Input::User(EventBody::tool_result("p", "add tests", true)));
+    let (id, request) = requests(&effects).remove(0);
+    assert_eq!(id, "req_1");
+    let last = last_message(&request);
+    assert_eq!(
+        tool_results(last),
+        vec![("p", "add tests".to_owned(), true)]
+    );
+    assert_eq!(text_of(last), "keep it small");
+    assert_eq!(request.messages[0].role, Role::User);
+    assert_eq!(request.messages.len(), 5);
+}
+
+#[test]
+fn resumed_approval_and_cut_reply_details() {
+    let transcript = vec![
+        prompt(),
+        call("p", "ExitPlanMode"),
+        EventBody::tool_result("p", "## Approved Plan:\n# P", false),
+    ];
+    let (_, effects) = begin(&transcript);
+    assert_eq!(result_text(&effects).as_deref(), Some(APPROVED_RESULT_TEXT));
+
+    let (_, effects) = begin(&[prompt(), said("part", StopReason::MaxTokens)]);
+    let (_, request) = requests(&effects).remove(0);
+    assert_eq!(text_of(last_message(&request)), CONTINUE_NUDGE);
+}
+
+#[test]
+fn resumed_turns_count_toward_the_limit() {
+    let transcript = vec![
+        prompt(),
+        call("g", "Glob"),
+        EventBody::tool_result("g", "x", false),
+        call("h", "Glob"),
+        EventBody::tool_result("h", "x", false),
+    ];
+    let mut agent = agent_from(&transcript, AgentConfig::default(), 2);
+    let effects = agent.handle(Input::Begin);
+    assert_eq!(labels(&effects), ["result:error_max_turns", "exit:0"]);
+}

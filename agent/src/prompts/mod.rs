@@ -1,0 +1,138 @@
+//! The prompts: system prompt, tool list and first user message, by prompt variant.
+
+pub mod project_docs;
+mod text;
+
+use ultraplan_protocol::ContentBlock;
+use ultraplan_protocol::events::CacheControl;
+use ultraplan_protocol::model::{Message, SystemBlock, ToolDefinition};
+use ultraplan_protocol::session::PromptVariant;
+
+pub use project_docs::ProjectDoc;
+pub use text::CONTINUE_NUDGE;
+
+use crate::context::Prefix;
+use crate::conversation::user;
+
+/// What a prompt variant changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VariantSpec {
+    /// Extra instructions after the common ones.
+    pub extra: Option<&'static str>,
+    /// Whether the variant works with subagents (the `Task` tool). The subagent machinery
+    /// plugs in here: until it lands, such variants run as `simple_plan` plus their note.
+    pub subagents: bool,
+}
+
+/// The spec of a variant.
+pub fn variant_spec(variant: PromptVariant) -> VariantSpec {
+    match variant {
+        PromptVariant::SimplePlan => VariantSpec {
+            extra: None,
+            subagents: false,
+        },
+        PromptVariant::VisualPlan => VariantSpec {
+            extra: Some(text::VISUAL_PLAN),
+            subagents: false,
+        },
+        PromptVariant::ThreeSubagentsWithCritique => VariantSpec {
+            extra: Some(text::CRITIQUE),
+            subagents: true,
+        },
+    }
+}
+
+/// The request prefix: system prompt and the tools (`base_tools` first, then the plan tools),
+/// with cache breakpoints on the last block of each.
+pub fn prefix(base_tools: Vec<ToolDefinition>) -> Prefix {
+    let mut system = vec![SystemBlock::text(text::SYSTEM)];
+    let mut tools = base_tools;
+    tools.extend(crate::plan_tools::definitions());
+    if let Some(last) = system.last_mut() {
+        last.cache_control = Some(CacheControl::ephemeral());
+    }
+    if let Some(last) = tools.last_mut() {
+        last.cache_control = Some(CacheControl::ephemeral());
+    }
+    Prefix { system, tools }
+}
+
+/// Everything the first user message is built from.
+#[derive(Debug, Clone, Copy)]
+pub struct FirstMessage<'a> {
+    pub variant: PromptVariant,
+    pub prompt: &'a str,
+    pub draft_plan: Option<&'a str>,
+    pub project_docs: &'a [ProjectDoc],
+}
+
+/// The first user message: instructions, project instructions, the draft plan, then the
+/// user's own prompt, each its own text block.
+pub fn first_message(input: FirstMessage<'_>) -> Message {
+    let mut blocks = vec![text::instructions()];
+    blocks.extend(variant_spec(input.variant).extra.map(str::to_owned));
+    blocks.extend(project_docs::render(
+        input.project_docs,
+        project_docs::MAX_PROJECT_DOC_BYTES,
+    ));
+    blocks.extend(
+        input
+            .draft_plan
+            .filter(|d| !d.trim().is_empty())
+            .map(text::draft_plan),
+    );
+    blocks.push(input.prompt.to_owned());
+    user(blocks.into_iter().map(ContentBlock::text).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conversation::text_of;
+
+    #[test]
+    fn first_message_orders_blocks() {
+        let docs = [ProjectDoc {
+            path: "CLAUDE.md".into(),
+            text: "use tabs".into(),
+            size: 8,
+        }];
+        let cases = [
+            (PromptVariant::SimplePlan, None, &docs[..0], 2),
+            (PromptVariant::VisualPlan, None, &docs[..0], 3),
+            (PromptVariant::SimplePlan, Some("1. x"), &docs[..], 4),
+            (
+                PromptVariant::ThreeSubagentsWithCritique,
+                Some(" "),
+                &docs[..],
+                4,
+            ),
+        ];
+        for (variant, draft, docs, blocks) in cases {
+            let message = first_message(FirstMessage {
+                variant,
+                prompt: "fix login",
+                draft_plan: draft,
+                project_docs: docs,
+            });
+            assert_eq!(message.content.len(), blocks, "{variant:?}");
+            let all = text_of(&message);
+            assert!(all.starts_with("<system-reminder>"));
+            assert!(all.ends_with("fix login"));
+            assert!(!all.to_lowercase().contains("ultraplan"));
+            if draft == Some("1. x") {
+                assert!(all.find("<draft-plan>") < all.find("fix login"));
+            }
+        }
+    }
+
+    #[test]
+    fn prefix_offers_all_tools_with_cache_marks() {
+        let p = prefix(vec![]);
+        let names: Vec<&str> = p.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["TodoWrite", "AskUserQuestion", "ExitPlanMode"]);
+        assert!(p.tools[2].cache_control.is_some() && p.tools[0].cache_control.is_none());
+        assert!(p.system[0].cache_control.is_some());
+        assert!(!text::SYSTEM.to_lowercase().contains("ultraplan"));
+    }
+}

@@ -1,0 +1,256 @@
+//! The loop: handshake, then feed the state machine and carry out its effects until it exits,
+//! the server stops it, or the pipes break.
+
+use std::io::{BufRead, Write};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use ultraplan_protocol::EventBody;
+use ultraplan_protocol::constants::FRAME_PROTOCOL_VERSION;
+use ultraplan_protocol::events::ResultEvent;
+use ultraplan_protocol::frames::{AgentFrame, ServerFrame, StartSettings};
+use ultraplan_protocol::model::Usage;
+
+use super::frames_io::{FrameSender, FrameWriter, ReadError, spawn_reader};
+use super::handshake::{Handshake, HandshakeError, Opened};
+use super::setup::setup;
+use super::tool_exec::ToolExec;
+use super::{Incoming, Outcome, RunEnv};
+use crate::config::AgentConfig;
+use crate::lifecycle::{Agent, Effect, Input};
+
+/// Interval between heartbeats.
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
+
+/// Runs the agent over `input` (server frames) and `output` (agent frames).
+pub async fn run<R, W>(input: R, output: W, env: RunEnv) -> Outcome
+where
+    R: BufRead + Send + 'static,
+    W: Write + Send + 'static,
+{
+    let (tx, mut rx) = unbounded_channel();
+    spawn_reader(input, tx.clone());
+    let writer = FrameWriter::spawn(output, tx.clone());
+    let frames = writer.sender();
+    frames.send(&AgentFrame::Hello {
+        protocol_version: FRAME_PROTOCOL_VERSION,
+        agent_version: env.agent_version.clone(),
+    });
+    let heartbeat = tokio::spawn(heartbeat(frames.clone()));
+    let (outcome, done) = match open(&mut rx).await {
+        Err(e) => (Outcome::failed(2, format!("handshake failed: {e}")), None),
+        Ok(Opened::Stopped) => (Outcome::ok(), Some(Usage::default())),
+        Ok(Opened::Start {
+            settings,
+            transcript,
+        }) => start(settings, &transcript, &env, &frames, tx, rx).await,
+    };
+    // Stopped before `done`, so no heartbeat follows it.
+    heartbeat.abort();
+    let _ = heartbeat.await;
+    if let Some(usage) = done {
+        frames.send(&AgentFrame::Done { usage });
+    }
+    writer.close();
+    outcome
+}
+
+/// Reads until the handshake ends.
+async fn open(rx: &mut UnboundedReceiver<Incoming>) -> Result<Opened, HandshakeError> {
+    let mut handshake = Handshake::default();
+    loop {
+        match rx.recv().await {
+            Some(Incoming::Frame(Ok(frame))) => {
+                if let Some(opened) = handshake.feed(frame)? {
+                    return Ok(opened);
+                }
+            }
+            Some(Incoming::Frame(Err(e))) => return Err(HandshakeError::Read(e)),
+            Some(Incoming::OutputClosed) | None => return Err(HandshakeError::OutputClosed),
+            Some(Incoming::Tools { .. }) => {}
+        }
+    }
+}
+
+async fn heartbeat(frames: FrameSender) {
+    let mut ticks = tokio::time::interval_at(
+        tokio::time::Instant::now() + HEARTBEAT_EVERY,
+        HEARTBEAT_EVERY,
+    );
+    loop {
+        ticks.tick().await;
+        if !frames.send(&AgentFrame::Heartbeat {}) {
+            return;
+        }
+    }
+}
+
+/// Sets the session up and runs it. Returns the outcome and, when `done` is due, the usage
+/// to report in it.
+async fn start(
+    settings: StartSettings,
+    transcript: &[ultraplan_protocol::EventBody],
+    env: &RunEnv,
+    frames: &FrameSender,
+    tx: UnboundedSender<Incoming>,
+    rx: UnboundedReceiver<Incoming>,
+) -> (Outcome, Option<Usage>) {
+    let config = AgentConfig::from_env(&settings.session_id);
+    let session_id = settings.session_id.clone();
+    match setup(&env.workspace, settings, transcript, config) {
+        Ok((agent, exec)) => {
+            tracing::info!(session_id, "session started");
+            let mut session = Session {
+                agent,
+                exec: Arc::new(exec),
+                frames: frames.clone(),
+                tx,
+                started: Instant::now(),
+            };
+            session.run(rx).await
+        }
+        Err(e) => {
+            let text = format!("The agent could not start: {e}");
+            frames.send(&AgentFrame::Event {
+                event: setup_failure(&text),
+            });
+            (Outcome::failed(1, text), Some(Usage::default()))
+        }
+    }
+}
+
+fn setup_failure(text: &str) -> EventBody {
+    EventBody::Result(ResultEvent {
+        subtype: "error_during_execution".to_owned(),
+        is_error: true,
+        result: Some(text.to_owned()),
+        num_turns: Some(0),
+        duration_ms: None,
+        usage: Some(Usage::default()),
+    })
+}
+
+/// A running session.
+struct Session {
+    agent: Agent,
+    exec: Arc<ToolExec>,
+    frames: FrameSender,
+    tx: UnboundedSender<Incoming>,
+    started: Instant,
+}
+
+/// What to do with an incoming item.
+enum Next {
+    Feed(Input),
+    Skip,
+    End(Outcome, bool),
+}
+
+impl Session {
+    async fn run(&mut self, mut rx: UnboundedReceiver<Incoming>) -> (Outcome, Option<Usage>) {
+        let mut effects = self.agent.handle(Input::Begin);
+        loop {
+            if let Some(code) = self.apply(effects) {
+                let outcome = Outcome { code, reason: None };
+                return (outcome, Some(self.agent.usage()));
+            }
+            effects = Vec::new();
+            let Some(incoming) = rx.recv().await else {
+                return (Outcome::failed(1, "input channel closed"), None);
+            };
+            match self.next(incoming) {
+                Next::Feed(input) => effects = self.agent.handle(input),
+                Next::Skip => {}
+                Next::End(outcome, done) => return (outcome, done.then(|| self.agent.usage())),
+            }
+        }
+    }
+
+    /// Carries out effects; returns the exit code when one of them is the exit.
+    fn apply(&self, effects: Vec<Effect>) -> Option<u8> {
+        for effect in effects {
+            match effect {
+                Effect::Emit(event) => {
+                    self.frames.send(&AgentFrame::Event {
+                        event: self.stamp(event),
+                    });
+                }
+                Effect::Request {
+                    request_id,
+                    request,
+                } => {
+                    tracing::debug!(request_id, "model request");
+                    self.frames.send(&AgentFrame::ModelRequest {
+                        request_id,
+                        request,
+                    });
+                }
+                Effect::RunTools { batch, calls } => self.run_tools(batch, calls),
+                Effect::Exit { code } => return Some(code),
+            }
+        }
+        None
+    }
+
+    fn run_tools(&self, batch: u64, calls: Vec<crate::conversation::ToolCall>) {
+        let exec = Arc::clone(&self.exec);
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let outputs = exec.run_batch(calls).await;
+            let _ = tx.send(Incoming::Tools { batch, outputs });
+        });
+    }
+
+    /// Adds the session's duration to `result` events.
+    fn stamp(&self, mut event: EventBody) -> EventBody {
+        if let EventBody::Result(result) = &mut event
+            && result.duration_ms.is_none()
+        {
+            let ms = self.started.elapsed().as_millis();
+            result.duration_ms = Some(u64::try_from(ms).unwrap_or(u64::MAX));
+        }
+        event
+    }
+
+    fn next(&self, incoming: Incoming) -> Next {
+        match incoming {
+            Incoming::Frame(Ok(frame)) => translate(frame),
+            Incoming::Frame(Err(ReadError::Eof)) => {
+                tracing::warn!("the server closed stdin; exiting");
+                Next::End(Outcome::ok(), true)
+            }
+            Incoming::Frame(Err(e)) => {
+                Next::End(Outcome::failed(2, format!("protocol error: {e}")), false)
+            }
+            Incoming::Tools { batch, outputs } => Next::Feed(Input::ToolsDone { batch, outputs }),
+            Incoming::OutputClosed => Next::End(Outcome::failed(1, "stdout closed"), false),
+        }
+    }
+}
+
+/// Maps a server frame to a state-machine input.
+fn translate(frame: ServerFrame) -> Next {
+    match frame {
+        ServerFrame::ModelResponse {
+            request_id,
+            response,
+        } => Next::Feed(Input::Model {
+            request_id,
+            result: Ok(response),
+        }),
+        ServerFrame::ModelError { request_id, error } => Next::Feed(Input::Model {
+            request_id,
+            result: Err(error),
+        }),
+        ServerFrame::UserEvent { event } => Next::Feed(Input::User(event)),
+        ServerFrame::Stop { reason } => {
+            tracing::info!(%reason, "stopped by the server");
+            Next::End(Outcome::ok(), true)
+        }
+        ServerFrame::Hello { .. } | ServerFrame::Start { .. } => {
+            tracing::warn!("ignoring a repeated handshake frame");
+            Next::Skip
+        }
+    }
+}

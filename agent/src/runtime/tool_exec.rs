@@ -1,0 +1,182 @@
+//! Runs a batch of read-only tool calls concurrently, keeping their order, and spills
+//! oversized outputs to disk. `Read` calls on a spilled file are served from the spill folder
+//! (outside the repository), so the model can page through it.
+
+use std::path::{Path, PathBuf};
+
+use ultraplan_protocol::model::ToolDefinition;
+
+use crate::config::AgentConfig;
+use crate::context::spill::{SpillLimits, preview, spill};
+use crate::conversation::ToolCall;
+use crate::tools::read::{self, ReadInput};
+use crate::tools::{ToolOutput, ToolRegistry};
+use crate::workspace::Workspace;
+
+/// The runtime's tool runner.
+#[derive(Debug, Clone)]
+pub struct ToolExec {
+    registry: ToolRegistry,
+    spill_dir: PathBuf,
+    limits: SpillLimits,
+}
+
+impl ToolExec {
+    /// A runner over `registry`'s tools, spilling as `config` says.
+    pub fn new(registry: ToolRegistry, config: &AgentConfig) -> Self {
+        let ctx = &config.context;
+        ToolExec {
+            registry,
+            spill_dir: config.spill_dir.clone(),
+            limits: SpillLimits {
+                max_chars: ctx.spill_chars,
+                preview_lines: ctx.preview_lines,
+                preview_chars: ctx.preview_chars,
+            },
+        }
+    }
+
+    /// The definitions of the tools it runs.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.registry.definitions()
+    }
+
+    /// Runs `calls` concurrently; the outputs come back in the order of the calls.
+    pub async fn run_batch(&self, calls: Vec<ToolCall>) -> Vec<ToolOutput> {
+        let handles: Vec<_> = calls
+            .into_iter()
+            .map(|call| {
+                let exec = self.clone();
+                tokio::spawn(async move { exec.run_one(call).await })
+            })
+            .collect();
+        let mut outputs = Vec::with_capacity(handles.len());
+        for handle in handles {
+            outputs.push(handle.await.unwrap_or_else(|e| {
+                tracing::error!(error = %e, "tool task failed");
+                ToolOutput::error("The tool failed unexpectedly; try again or another way.")
+            }));
+        }
+        outputs
+    }
+
+    async fn run_one(&self, call: ToolCall) -> ToolOutput {
+        if let Some(input) = self.spilled_read(&call) {
+            let dir = self.spill_dir.clone();
+            let max = self.limits.max_chars;
+            return tokio::task::spawn_blocking(move || read_spilled(&dir, &input, max))
+                .await
+                .unwrap_or_else(|_| ToolOutput::error("Reading the saved output failed."));
+        }
+        let output = self.registry.run(&call.name, call.input).await;
+        spill(output, &call.id, &self.spill_dir, self.limits)
+    }
+
+    /// The input of a `Read` aimed at the spill folder, relative to it.
+    fn spilled_read(&self, call: &ToolCall) -> Option<ReadInput> {
+        if call.name != read::NAME {
+            return None;
+        }
+        let mut input: ReadInput = serde_json::from_value(call.input.clone()).ok()?;
+        let relative = Path::new(input.file_path.trim())
+            .strip_prefix(&self.spill_dir)
+            .ok()?
+            .to_string_lossy()
+            .into_owned();
+        input.file_path = relative;
+        Some(input)
+    }
+}
+
+/// Reads a spilled file; the output is cut (never spilled again) at `max_chars`.
+fn read_spilled(dir: &Path, input: &ReadInput, max_chars: usize) -> ToolOutput {
+    let workspace = match Workspace::new(dir) {
+        Ok(ws) => ws,
+        Err(e) => return ToolOutput::error(e.to_string()),
+    };
+    let output = ToolOutput::from(read::read(&workspace, input));
+    if output.content.len() <= max_chars {
+        return output;
+    }
+    let (shown, _) = preview(&output.content, usize::MAX, max_chars);
+    ToolOutput {
+        content: format!(
+            "{shown}\n[Output cut at {max_chars} characters; read fewer lines with a smaller limit.]"
+        ),
+        is_error: output.is_error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::test_support::tree;
+
+    fn exec(root: &Path, spill_dir: &Path) -> ToolExec {
+        let mut config = AgentConfig {
+            spill_dir: spill_dir.to_path_buf(),
+            ..AgentConfig::default()
+        };
+        config.context.spill_chars = 300;
+        config.context.preview_lines = 2;
+        let registry = ToolRegistry::new(Workspace::new(root).expect("workspace"));
+        ToolExec::new(registry, &config)
+    }
+
+    fn call(id: &str, name: &str, input: serde_json::Value) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            input,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn batches_keep_order_and_spill_large_outputs() {
+        let big: String = (1..=200).map(|i| format!("row {i}\n")).collect();
+        let repo = tree(&[("a.txt", b"alpha\n"), ("big.txt", big.as_bytes())]);
+        let spill_dir = tempfile::tempdir().expect("tempdir");
+        let exec = exec(repo.path(), spill_dir.path());
+        let outputs = exec
+            .run_batch(vec![
+                call("t1", "Read", json!({"file_path": "big.txt"})),
+                call("t2", "Glob", json!({"pattern": "a.*"})),
+                call("t3", "Nope", json!({})),
+            ])
+            .await;
+        assert_eq!(outputs.len(), 3);
+        assert!(
+            outputs[0].content.contains("[Output too large"),
+            "{}",
+            outputs[0].content
+        );
+        assert_eq!(outputs[1].content, "a.txt");
+        assert!(outputs[2].is_error);
+
+        let saved = spill_dir.path().join("t1.txt");
+        let page = exec
+            .run_batch(vec![call(
+                "t4",
+                "Read",
+                json!({"file_path": saved.display().to_string(), "offset": 3, "limit": 1}),
+            )])
+            .await;
+        assert!(!page[0].is_error, "{}", page[0].content);
+        assert!(page[0].content.contains("row 3"), "{}", page[0].content);
+
+        let whole = exec
+            .run_batch(vec![call(
+                "t5",
+                "Read",
+                json!({"file_path": saved.display().to_string()}),
+            )])
+            .await;
+        assert!(
+            whole[0].content.contains("[Output cut at 300"),
+            "{}",
+            whole[0].content
+        );
+    }
+}

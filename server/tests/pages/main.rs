@@ -1,0 +1,11 @@
+//! The review pages over real HTTP on a real port (SQLite), in a real headless Chromium
+//! (started here through chromedriver) and as plain HTTP for the security checks.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod browser;
+mod decisions;
+mod flow;
+mod http;
+mod security;
+mod support;
+mod xss;
