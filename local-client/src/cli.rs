@@ -11,12 +11,7 @@ use clap::{Args, Parser, Subcommand};
 /// Plan remotely: bundle this repository, let a plan-mode agent write the plan, review it in
 /// the browser, then approve, reject with feedback, or teleport it back here.
 #[derive(Debug, Parser)]
-#[command(
-    name = "ultraplan",
-    version,
-    args_conflicts_with_subcommands = true,
-    subcommand_negates_reqs = true
-)]
+#[command(name = "ultraplan", version, subcommand_negates_reqs = true)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -62,6 +57,14 @@ pub struct LaunchArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// The repository to plan in (any directory inside it).
+    #[arg(long, short = 'C', value_name = "PATH", default_value = ".")]
+    pub repo: PathBuf,
+
+    /// Do not start the background poller (follow the session with `ultraplan watch ID`).
+    #[arg(long)]
+    pub no_watch: bool,
+
     /// What to plan. Words are joined with spaces.
     #[arg(value_name = "PROMPT")]
     pub prompt: Vec<String>,
@@ -96,7 +99,13 @@ pub enum Command {
     /// Open a session's review page in the browser.
     Open(SessionId),
     /// Stop a session and archive it.
-    Stop(SessionId),
+    Stop {
+        #[command(flatten)]
+        session: SessionId,
+        /// Do not ask for confirmation.
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
     /// Approve the pending plan; the agent implements it remotely.
     Approve(SessionId),
     /// Reject the pending plan with feedback; the agent revises it.
@@ -114,7 +123,8 @@ pub enum Command {
     },
     /// Bring the pending plan back to this terminal to implement it locally.
     Teleport(SessionId),
-    /// Apply the patch produced by remote execution to this repository.
+    /// Bring a teleported plan here: save it under .ultraplan/plans/, print it, and archive
+    /// the session.
     Pull(SessionId),
     /// Save the server URL and token (taken from --server and --token).
     Login,
@@ -124,13 +134,17 @@ pub enum Command {
         #[arg(value_name = "TEXT", allow_hyphen_values = true)]
         text: String,
     },
-    /// Follow a session's events until it needs you.
+    /// Follow a session in the foreground until its plan is decided (what the background
+    /// poller runs).
     Watch {
         #[command(flatten)]
         session: SessionId,
-        /// Print events as JSON lines.
+        /// Print every state update as a JSON line.
         #[arg(long)]
         json: bool,
+        /// Run as the background poller (no terminal; hangups ignored).
+        #[arg(long, hide = true)]
+        detached: bool,
     },
     /// Bundle a repository as teleport would, and print its manifest and SHA-256.
     Bundle {
@@ -170,7 +184,7 @@ impl Command {
             Self::Status { .. } => "status",
             Self::List { .. } => "list",
             Self::Open(_) => "open",
-            Self::Stop(_) => "stop",
+            Self::Stop { .. } => "stop",
             Self::Approve(_) => "approve",
             Self::Reject { .. } => "reject",
             Self::Teleport(_) => "teleport",
@@ -205,6 +219,16 @@ mod tests {
         assert!(cli.command.is_none());
         assert!(cli.launch.yes);
         assert_eq!(cli.launch.prompt, ["fix", "auth"]);
+    }
+
+    #[test]
+    fn global_flags_may_come_before_the_subcommand() {
+        let cli = parse(&["--server", "http://x", "list", "--json"]).unwrap();
+        assert!(matches!(cli.command, Some(Command::List { json: true })));
+        assert_eq!(cli.global.server.as_deref(), Some("http://x"));
+        let cli = parse(&["--server", "http://x", "fix", "the", "list"]).unwrap();
+        assert!(cli.command.is_none());
+        assert_eq!(cli.launch.prompt, ["fix", "the", "list"]);
     }
 
     #[test]

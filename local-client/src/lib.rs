@@ -2,7 +2,25 @@
 //! is built from, exposed so they can be tested and reused.
 //!
 //! - [`keyword`]: does a prompt ask for an ultraplan, and the rewritten prompt;
-//! - [`bundle`]: the deterministic, parallel `.tar.gz` of the repository that teleport uploads.
+//! - [`bundle`]: the deterministic, parallel `.tar.gz` of the repository that teleport uploads;
+//! - [`config`], [`paths`]: settings and where files live;
+//! - [`api`]: the typed HTTP client;
+//! - [`launch`]: the create-session request and the deduplicated upload;
+//! - [`poll`]: the detached poller (a pure state machine and its async driver);
+//! - [`state`]: the watcher's state files; [`pill`]: the status line;
+//! - [`teleport`], [`plan_file`]: bringing a plan back; [`hook`]: the Claude Code hook;
+//! - [`repl`]: the interactive prompt's highlighter, notice and launch guard.
 
+pub mod api;
 pub mod bundle;
+pub mod config;
+pub mod hook;
 pub mod keyword;
+pub mod launch;
+pub mod paths;
+pub mod pill;
+pub mod plan_file;
+pub mod poll;
+pub mod repl;
+pub mod state;
+pub mod teleport;

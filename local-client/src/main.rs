@@ -2,19 +2,19 @@
 
 mod bundle_cmd;
 mod cli;
+mod cmd;
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
+use tokio::runtime::Runtime;
 use tracing_subscriber::EnvFilter;
 
-use cli::{Cli, Command};
+use cli::{Cli, Command, HookTarget};
+use cmd::Env;
 use ultraplan::keyword;
-
-/// Exit code for a command this build does not implement yet (same as a usage error).
-const UNAVAILABLE: u8 = 2;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -38,6 +38,14 @@ fn init_tracing() {
         .init();
 }
 
+fn runtime() -> anyhow::Result<Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Some(Command::Keyword { text }) => print_keyword(&text),
@@ -46,9 +54,50 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print_line(&report)?;
             Ok(ExitCode::SUCCESS)
         }
-        Some(other) => Ok(unavailable(&format!("`{}`", other.name()))),
-        None if cli.launch.prompt.is_empty() => Ok(unavailable("the interactive prompt")),
-        None => Ok(unavailable("`launch`")),
+        Some(Command::Login) => runtime()?.block_on(cmd::login::command(&cli.global)),
+        Some(Command::Watch {
+            session,
+            json,
+            detached,
+        }) => {
+            let env = Env::load(&cli.global)?;
+            runtime()?.block_on(cmd::watch::command(&env, &session.id, json, detached))
+        }
+        Some(Command::Hook {
+            target: HookTarget::ClaudeCode,
+        }) => {
+            let env = Env::load(&cli.global)?;
+            runtime()?.block_on(cmd::hook::claude_code(&env))
+        }
+        command => {
+            let env = Env::load(&cli.global)?;
+            let rt = runtime()?;
+            rt.block_on(cmd::pending::offer_waiting(&env))?;
+            match command {
+                None if cli.launch.prompt.is_empty() && cli.launch.refine.is_none() => {
+                    cmd::repl::run(env, &rt)
+                }
+                None => rt.block_on(cmd::launch::command(&env, &cli.launch)),
+                Some(command) => rt.block_on(session_command(&env, command)),
+            }
+        }
+    }
+}
+
+async fn session_command(env: &Env, command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Launch(args) => cmd::launch::command(env, &args).await,
+        Command::Status { id, json } => cmd::sessions::status(env, id.as_deref(), json).await,
+        Command::List { json } => cmd::sessions::list(env, json).await,
+        Command::Open(s) => cmd::sessions::open(env, &s.id).await,
+        Command::Stop { session, yes } => cmd::review::stop(env, &session.id, yes).await,
+        Command::Approve(s) => cmd::review::approve(env, &s.id).await,
+        Command::Reject { session, message } => {
+            cmd::review::reject(env, &session.id, &message).await
+        }
+        Command::Teleport(s) => cmd::review::teleport(env, &s.id).await,
+        Command::Pull(s) => cmd::pull::command(env, &s.id).await,
+        other => anyhow::bail!("`{}` is handled elsewhere", other.name()),
     }
 }
 
@@ -63,10 +112,4 @@ fn print_line(line: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{line}").context("writing to stdout")?;
     out.flush().context("writing to stdout")
-}
-
-/// `what` is the feature as the user knows it, e.g. "`status`".
-fn unavailable(what: &str) -> ExitCode {
-    eprintln!("ultraplan: {what} is not available in this build yet");
-    ExitCode::from(UNAVAILABLE)
 }

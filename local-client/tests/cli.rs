@@ -74,21 +74,19 @@ fn help_works_everywhere() {
 }
 
 #[test]
-fn unavailable_commands_exit_2_with_a_clear_message() {
+fn commands_without_a_server_say_how_to_log_in() {
     let home = TempDir::new().unwrap();
-    for (args, name) in [
-        (&["status"][..], "status"),
-        (&["list", "--json"], "list"),
-        (&["approve", "s1"], "approve"),
-        (&["reject", "s1", "-m", "no"], "reject"),
-        (&["hook", "claude-code"], "hook claude-code"),
-        (&["launch", "--yes", "fix auth"], "launch"),
-        (&["fix auth"], "launch"),
+    for args in [
+        &["list"][..],
+        &["approve", "s1"],
+        &["reject", "s1", "-m", "no"],
+        &["launch", "--yes", "fix auth"],
+        &["fix auth"],
     ] {
-        let out = ultraplan(&home).args(args).assert().code(2);
+        let out = ultraplan(&home).args(args).assert().code(1);
         let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
         assert!(
-            stderr.contains(&format!("`{name}` is not available in this build yet")),
+            stderr.contains("ultraplan login --server URL --token TOKEN"),
             "{args:?}: {stderr}"
         );
         assert!(out.get_output().stdout.is_empty());
@@ -96,19 +94,32 @@ fn unavailable_commands_exit_2_with_a_clear_message() {
 }
 
 #[test]
+fn status_without_sessions_says_how_to_start() {
+    let out = stdout_of(&["status"]);
+    assert!(out.contains("No ultraplan session yet"), "{out}");
+    assert_eq!(stdout_of(&["status", "--json"]), "null\n");
+}
+
+#[test]
 fn usage_errors_exit_2() {
     let home = TempDir::new().unwrap();
     ultraplan(&home).args(["reject", "s1"]).assert().code(2);
     ultraplan(&home).args(["keyword"]).assert().code(2);
+    let out = ultraplan(&home)
+        .args(["--server", "http://127.0.0.1:9", "ultraplan"])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("say what to plan"), "{stderr}");
 }
 
 #[test]
-fn bare_ultraplan_is_the_interactive_prompt_and_unavailable() {
+fn bare_ultraplan_without_a_terminal_explains_itself() {
     let home = TempDir::new().unwrap();
     let out = ultraplan(&home).assert().code(2);
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(
-        stderr.contains("the interactive prompt is not available in this build yet"),
+        stderr.contains("the interactive prompt needs a terminal"),
         "{stderr}"
     );
 }

@@ -5,10 +5,13 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
+use std::sync::Arc;
 use ultraplan_server::config::{Config, RunnerKind, Secret, default_data_dir, sqlite_url};
 use ultraplan_server::flags::Flag;
-use ultraplan_server::store::{FlagRow, now_ms, redact_url};
-use ultraplan_server::{AppState, auth};
+use ultraplan_server::store::{FlagRow, Store, now_ms, redact_url};
+
+use ultraplan_server::auth;
+use ultraplan_server::models::Models;
 
 #[derive(Parser)]
 #[command(
@@ -64,6 +67,12 @@ struct ServeArgs {
     openai_api_key: Option<String>,
     #[arg(long, env = "OPENAI_BASE_URL")]
     openai_base_url: Option<String>,
+    /// The static agent binary (default: `ultraplan-agent` beside this executable).
+    #[arg(long, env = "ULTRAPLAN_AGENT_BIN")]
+    agent_bin: Option<PathBuf>,
+    /// Sessions with a live agent at once; more wait in order.
+    #[arg(long, env = "ULTRAPLAN_MAX_RUNNING", default_value_t = 16)]
+    max_running: usize,
 }
 
 #[derive(Subcommand)]
@@ -109,6 +118,10 @@ fn apply_serve_args(config: &mut Config, args: ServeArgs) {
         .public_url
         .unwrap_or_else(|| format!("http://{}", args.bind));
     config.runner = args.runner;
+    config.max_running_sessions = args.max_running.max(1);
+    if let Some(agent) = args.agent_bin {
+        config.agent_binary = agent;
+    }
     let non_empty = |v: Option<String>| v.filter(|s| !s.is_empty());
     config.anthropic_api_key = non_empty(args.anthropic_api_key).map(Secret::new);
     config.anthropic_base_url = non_empty(args.anthropic_base_url);
@@ -156,42 +169,78 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let cli = Cli::parse();
     let mut config = base_config(&cli);
-    let store = ultraplan_server::open(&config)
-        .await
-        .with_context(|| format!("opening {}", redact_url(config.database_url.expose())))?;
     match cli.command {
         Command::Serve(args) => {
             apply_serve_args(&mut config, args);
-            let listener = tokio::net::TcpListener::bind(config.bind)
-                .await
-                .with_context(|| format!("binding {}", config.bind))?;
-            let addr = listener.local_addr()?;
-            tracing::info!(%addr, model = %config.model, data_dir = %config.data_dir.display(), "ultraplan-server listening");
-            let state = AppState::new(config, store);
-            ultraplan_server::serve(listener, state, shutdown_signal()).await?;
+            serve(config).await
         }
-        Command::Migrate => tracing::info!("migrations applied"),
-        Command::User(UserCommand::Add { name }) => {
+        Command::Migrate => {
+            open_store(&config).await?;
+            tracing::info!("migrations applied");
+            Ok(())
+        }
+        Command::User(command) => user(&config, command).await,
+        Command::Flags(command) => flags(&config, command).await,
+    }
+}
+
+async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
+    ultraplan_server::open(config)
+        .await
+        .with_context(|| format!("opening {}", redact_url(config.database_url.expose())))
+}
+
+async fn user(config: &Config, command: UserCommand) -> anyhow::Result<()> {
+    let store = open_store(config).await?;
+    match command {
+        UserCommand::Add { name } => {
             let token = auth::create_user_with_token(store.as_ref(), &name)
                 .await
                 .with_context(|| format!("creating user {name}"))?;
             print_token(&name, &token);
         }
-        Command::User(UserCommand::Token { name }) => {
+        UserCommand::Token { name } => {
             let Some(user) = store.user_by_name(&name).await? else {
                 bail!("no user named {name}");
             };
             let token = auth::issue_token(store.as_ref(), &user.id).await?;
             print_token(&name, &token);
         }
-        Command::Flags(FlagsCommand::List) => list_flags(store.as_ref()).await?,
-        Command::Flags(FlagsCommand::Set {
+    }
+    Ok(())
+}
+
+async fn flags(config: &Config, command: FlagsCommand) -> anyhow::Result<()> {
+    let store = open_store(config).await?;
+    match command {
+        FlagsCommand::List => list_flags(store.as_ref()).await,
+        FlagsCommand::Set {
             name,
             value,
             user,
             rollout,
-        }) => set_flag(store.as_ref(), &name, &value, user.as_deref(), rollout).await?,
+        } => set_flag(store.as_ref(), &name, &value, user.as_deref(), rollout).await,
     }
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(config.bind)
+        .await
+        .with_context(|| format!("binding {}", config.bind))?;
+    let addr = listener.local_addr()?;
+    let models = Arc::new(Models::from_config(&config));
+    let database = redact_url(config.database_url.expose());
+    let state = ultraplan_server::start(config, models)
+        .await
+        .with_context(|| format!("opening {database}"))?;
+    tracing::info!(
+        %addr,
+        model = %state.config.model,
+        runner = state.orchestrator.as_ref().map_or("none", |o| o.runner_name()),
+        data_dir = %state.config.data_dir.display(),
+        "ultraplan-server listening"
+    );
+    ultraplan_server::serve(listener, state, shutdown_signal()).await?;
     Ok(())
 }
 

@@ -1,1 +1,3 @@
 //! Shared support for the end-to-end suites: server harness, repo fixtures, fake model servers.
+
+pub mod fake_models;

@@ -61,6 +61,13 @@ pub fn inspect(dir: &Path) -> RepoState {
     }
 }
 
+/// The work tree's top level around `dir`, canonical; `None` outside a work tree.
+pub fn toplevel(dir: &Path) -> Option<PathBuf> {
+    let top = git(dir, &["rev-parse", "--show-toplevel"])?;
+    let top = PathBuf::from(String::from_utf8_lossy(&top).trim_end_matches('\n'));
+    Some(top.canonicalize().unwrap_or(top))
+}
+
 /// Runs git in `dir`; `None` when git is missing or fails.
 fn git(dir: &Path, args: &[&str]) -> Option<Vec<u8>> {
     let output = Command::new("git")

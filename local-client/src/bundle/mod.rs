@@ -11,6 +11,7 @@
 
 mod compress;
 mod error;
+mod file;
 mod git;
 mod plan;
 mod secrets;
@@ -23,6 +24,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use error::BundleError;
+pub use file::{write_file, write_to_dir};
 pub use secrets::is_secret;
 pub use walk::{SkipReason, Skipped};
 
@@ -79,6 +81,12 @@ pub struct Bundle {
     pub manifest: Manifest,
     /// Paths left out, and why.
     pub skipped: Vec<Skipped>,
+}
+
+/// The directory a bundle of `path` is rooted at: the git top level, else `path` itself
+/// (canonical when it exists).
+pub fn repo_root(path: &Path) -> PathBuf {
+    git::toplevel(path).unwrap_or_else(|| path.canonicalize().unwrap_or_else(|_| path.to_owned()))
 }
 
 /// Bundles the tree at `path` into `out`.

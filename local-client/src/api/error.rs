@@ -1,0 +1,132 @@
+//! Errors of the HTTP client, split the way the poll loop needs them: transient (no response,
+//! or a 5xx) versus permanent (a 4xx, carrying the server's `{error:{code,message}}`).
+
+use ultraplan_protocol::api::ErrorBody;
+
+/// Longest piece of a non-JSON error body kept in a message.
+const MAX_BODY_TEXT: usize = 300;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApiError {
+    /// No response: connection refused, reset, DNS, timeout.
+    #[error("cannot reach the server at {url}: {message}")]
+    Unreachable { url: String, message: String },
+
+    /// The server answered 5xx.
+    #[error("the server failed (HTTP {status}): {message}")]
+    Server {
+        status: u16,
+        code: String,
+        message: String,
+    },
+
+    /// The server refused the request (4xx) and said why.
+    #[error("{message} (HTTP {status}, {code})")]
+    Rejected {
+        status: u16,
+        code: String,
+        message: String,
+    },
+
+    /// A 2xx whose body is not what the API promises.
+    #[error("unexpected response from {url}: {message}")]
+    Decode { url: String, message: String },
+}
+
+impl ApiError {
+    /// Transient failures are retried by the poll loop; everything else ends it.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Unreachable { .. } | Self::Server { .. })
+    }
+
+    /// The HTTP status, when the server answered.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Self::Server { status, .. } | Self::Rejected { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// The server's stable error code, when it sent one.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            Self::Server { code, .. } | Self::Rejected { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+
+    /// The error of a non-2xx answer, from its status and body.
+    pub fn from_response(status: u16, body: &[u8]) -> Self {
+        let (code, message) = match serde_json::from_slice::<ErrorBody>(body) {
+            Ok(parsed) => (parsed.error.code, parsed.error.message),
+            Err(_) => (format!("http_{status}"), body_text(body, status)),
+        };
+        if status >= 500 {
+            Self::Server {
+                status,
+                code,
+                message,
+            }
+        } else {
+            Self::Rejected {
+                status,
+                code,
+                message,
+            }
+        }
+    }
+
+    /// The error of a failed request that got no response.
+    pub fn unreachable(url: &str, err: &reqwest::Error) -> Self {
+        let what = if err.is_timeout() {
+            "the request timed out".to_owned()
+        } else if err.is_connect() {
+            "connection failed".to_owned()
+        } else {
+            err.to_string()
+        };
+        let message = match std::error::Error::source(err) {
+            Some(source) if !err.is_timeout() => format!("{what} ({source})"),
+            _ => what,
+        };
+        Self::Unreachable {
+            url: url.to_owned(),
+            message,
+        }
+    }
+}
+
+fn body_text(body: &[u8], status: u16) -> String {
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    if text.is_empty() {
+        return format!("HTTP {status} with an empty body");
+    }
+    let mut cut: String = text.chars().take(MAX_BODY_TEXT).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ApiError;
+
+    #[test]
+    fn classifies_statuses_and_keeps_the_servers_words() {
+        let body = br#"{"error":{"code":"not_found","message":"session not found"}}"#;
+        let err = ApiError::from_response(404, body);
+        assert!(!err.is_transient());
+        assert_eq!(err.code(), Some("not_found"));
+        assert_eq!(err.to_string(), "session not found (HTTP 404, not_found)");
+        let err = ApiError::from_response(503, b"upstream down");
+        assert!(err.is_transient());
+        assert!(err.to_string().contains("upstream down"), "{err}");
+        assert!(
+            ApiError::from_response(502, b"")
+                .to_string()
+                .contains("empty body")
+        );
+    }
+}

@@ -1,0 +1,234 @@
+//! A small typed client of the server's `/v1` API (DESIGN §3.1).
+
+mod error;
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use ultraplan_protocol::api::{
+    BundleUploaded, CreateSessionRequest, Decision, Eligibility, EventsPage, PlanResource,
+    SessionList,
+};
+use ultraplan_protocol::constants::MAX_EVENTS_PAGE;
+use ultraplan_protocol::session::SessionResource;
+
+pub use error::ApiError;
+
+/// How long to wait for a connection.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long an ordinary request may take, long-poll `wait` excluded.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What archiving did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Archived {
+    /// This call archived the session.
+    Now,
+    /// It already was archived (the server said 409); as good as success.
+    Already,
+}
+
+/// The API of one server, as one user.
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    base: String,
+    token: Option<String>,
+}
+
+impl Client {
+    /// A client of `base` (`http://host:port`, no trailing slash) with an optional token.
+    pub fn new(base: &str, token: Option<&str>) -> Result<Self, ApiError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .user_agent(concat!("ultraplan/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ApiError::Unreachable {
+                url: base.to_owned(),
+                message: format!("cannot build the HTTP client: {e}"),
+            })?;
+        Ok(Self {
+            http,
+            base: base.trim_end_matches('/').to_owned(),
+            token: token.map(str::to_owned),
+        })
+    }
+
+    /// The server's base URL.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let builder = self.http.request(method, self.url(path));
+        match &self.token {
+            Some(token) => builder.bearer_auth(token),
+            None => builder,
+        }
+    }
+
+    async fn send(&self, builder: reqwest::RequestBuilder) -> Result<reqwest::Response, ApiError> {
+        let request = builder.build().map_err(|e| ApiError::Decode {
+            url: self.base.clone(),
+            message: format!("cannot build the request: {e}"),
+        })?;
+        let url = request.url().to_string();
+        let response = self
+            .http
+            .execute(request)
+            .await
+            .map_err(|e| ApiError::unreachable(&url, &e))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| ApiError::unreachable(&url, &e))?;
+        Err(ApiError::from_response(status.as_u16(), &body))
+    }
+
+    async fn json<T: DeserializeOwned>(
+        &self,
+        builder: reqwest::RequestBuilder,
+    ) -> Result<T, ApiError> {
+        let response = self.send(builder).await?;
+        let url = response.url().to_string();
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| ApiError::unreachable(&url, &e))?;
+        serde_json::from_slice(&bytes).map_err(|e| ApiError::Decode {
+            url,
+            message: e.to_string(),
+        })
+    }
+
+    async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ApiError> {
+        self.json(
+            self.request(reqwest::Method::GET, path)
+                .timeout(REQUEST_TIMEOUT),
+        )
+        .await
+    }
+
+    async fn post<B: Serialize + ?Sized, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<T, ApiError> {
+        let builder = self.request(reqwest::Method::POST, path);
+        self.json(builder.timeout(REQUEST_TIMEOUT).json(body)).await
+    }
+
+    /// `GET /v1/eligibility`.
+    pub async fn eligibility(&self) -> Result<Eligibility, ApiError> {
+        self.get("/v1/eligibility").await
+    }
+
+    /// `HEAD /v1/bundles/{sha256}`: whether the server already holds the bundle.
+    pub async fn has_bundle(&self, sha256: &str) -> Result<bool, ApiError> {
+        let builder = self.request(reqwest::Method::HEAD, &format!("/v1/bundles/{sha256}"));
+        match self.send(builder.timeout(REQUEST_TIMEOUT)).await {
+            Ok(_) => Ok(true),
+            Err(ApiError::Rejected { status: 404, .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `PUT /v1/bundles/{sha256}` with a streamed `application/gzip` body.
+    pub async fn upload_bundle(
+        &self,
+        sha256: &str,
+        length: u64,
+        body: reqwest::Body,
+    ) -> Result<BundleUploaded, ApiError> {
+        let builder = self
+            .request(reqwest::Method::PUT, &format!("/v1/bundles/{sha256}"))
+            .header(reqwest::header::CONTENT_TYPE, "application/gzip")
+            .header(reqwest::header::CONTENT_LENGTH, length)
+            .body(body);
+        self.json(builder).await
+    }
+
+    /// `POST /v1/sessions`.
+    pub async fn create_session(
+        &self,
+        request: &CreateSessionRequest,
+    ) -> Result<SessionResource, ApiError> {
+        self.post("/v1/sessions", request).await
+    }
+
+    /// `GET /v1/sessions/{id}`.
+    pub async fn session(&self, id: &str) -> Result<SessionResource, ApiError> {
+        self.get(&format!("/v1/sessions/{id}")).await
+    }
+
+    /// `GET /v1/sessions?limit=`.
+    pub async fn sessions(&self, limit: u32) -> Result<SessionList, ApiError> {
+        let builder = self
+            .request(reqwest::Method::GET, "/v1/sessions")
+            .query(&[("limit", limit)])
+            .timeout(REQUEST_TIMEOUT);
+        self.json(builder).await
+    }
+
+    /// `GET /v1/sessions/{id}/events?after_id=&limit=&wait=`.
+    pub async fn events(
+        &self,
+        id: &str,
+        after_id: i64,
+        wait: Option<Duration>,
+    ) -> Result<EventsPage, ApiError> {
+        let mut builder = self
+            .request(reqwest::Method::GET, &format!("/v1/sessions/{id}/events"))
+            .query(&[
+                ("after_id", after_id),
+                ("limit", i64::from(MAX_EVENTS_PAGE)),
+            ]);
+        let mut timeout = REQUEST_TIMEOUT;
+        if let Some(wait) = wait.filter(|w| !w.is_zero()) {
+            builder = builder.query(&[("wait", wait.as_secs())]);
+            timeout += wait;
+        }
+        self.json(builder.timeout(timeout)).await
+    }
+
+    /// `GET /v1/sessions/{id}/plans`, oldest first.
+    pub async fn plans(&self, id: &str) -> Result<Vec<PlanResource>, ApiError> {
+        self.get(&format!("/v1/sessions/{id}/plans")).await
+    }
+
+    /// `POST /v1/sessions/{id}/plans/{tool_use_id}/decision`.
+    pub async fn decide(
+        &self,
+        id: &str,
+        tool_use_id: &str,
+        decision: &Decision,
+    ) -> Result<PlanResource, ApiError> {
+        self.post(
+            &format!("/v1/sessions/{id}/plans/{tool_use_id}/decision"),
+            decision,
+        )
+        .await
+    }
+
+    /// `POST /v1/sessions/{id}/archive`; a 409 (already archived) counts as success.
+    pub async fn archive(&self, id: &str) -> Result<Archived, ApiError> {
+        let builder = self
+            .request(reqwest::Method::POST, &format!("/v1/sessions/{id}/archive"))
+            .timeout(REQUEST_TIMEOUT);
+        match self.send(builder).await {
+            Ok(_) => Ok(Archived::Now),
+            Err(ApiError::Rejected { status: 409, .. }) => Ok(Archived::Already),
+            Err(e) => Err(e),
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! `status [ID]`, `list`, `open ID`.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use ultraplan::pill;
+use ultraplan::state::SessionState;
+use ultraplan_protocol::session::SessionResource;
+
+use super::{Env, ui};
+
+/// Sessions `list` asks for.
+const LIST_LIMIT: u32 = 50;
+
+/// `status [ID] [--json]`: from the watcher's state file, else from the server.
+pub async fn status(env: &Env, id: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
+    let state = match id {
+        Some(id) => env.store.load(id)?,
+        None => env.store.latest(),
+    };
+    match (state, id) {
+        (Some(state), _) => {
+            if json {
+                println!("{}", serde_json::to_string_pretty(&state)?);
+            } else {
+                print_state(&state);
+            }
+        }
+        (None, Some(id)) => {
+            let (client, _) = env.client()?;
+            let session = client.session(id).await.context("looking the session up")?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&session)?);
+            } else {
+                print_resource(&session);
+            }
+        }
+        (None, None) => {
+            if json {
+                println!("null");
+            } else {
+                println!("No ultraplan session yet. Start one with: ultraplan \"<what to plan>\"");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_state(state: &SessionState) {
+    println!("{}", pill::status_line(state, OffsetDateTime::now_utc()));
+    println!("  {}  (session {})", state.title, state.session_id);
+    if !state.url.is_empty() {
+        println!("  Review: {}", state.url);
+    }
+    if state.rejection_count > 0 {
+        println!("  Plans rejected so far: {}", state.rejection_count);
+    }
+    if let Some(hint) = pill::outcome_hint(state) {
+        println!("  {hint}");
+    }
+    if !state.is_final() && !state.watcher_alive() {
+        println!(
+            "  The background poller is not running; resume it with `ultraplan watch {}`",
+            state.session_id
+        );
+    }
+}
+
+fn print_resource(session: &SessionResource) {
+    let mut line = session.phase.pill().to_owned();
+    if let Some(secs) = elapsed_since(&session.created_at) {
+        line.push_str(&format!(" · {}", pill::format_elapsed(secs)));
+    }
+    if session.usage.total() > 0 {
+        line.push_str(&format!(
+            " · {}",
+            pill::format_tokens(session.usage.total())
+        ));
+    }
+    println!("{line}");
+    println!(
+        "  {}  (session {}, {})",
+        session.title,
+        session.id,
+        session.session_status.as_str()
+    );
+    println!("  Review: {}", session.url);
+}
+
+fn elapsed_since(rfc3339: &str) -> Option<u64> {
+    let start = OffsetDateTime::parse(rfc3339, &Rfc3339).ok()?;
+    u64::try_from((OffsetDateTime::now_utc() - start).whole_seconds()).ok()
+}
+
+/// `list [--json]`: the server's sessions as a table.
+pub async fn list(env: &Env, json: bool) -> anyhow::Result<ExitCode> {
+    let (client, _) = env.client()?;
+    let sessions = client
+        .sessions(LIST_LIMIT)
+        .await
+        .context("listing sessions")?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&sessions)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if sessions.data.is_empty() {
+        println!("No sessions.");
+        return Ok(ExitCode::SUCCESS);
+    }
+    print!("{}", table(&sessions.data));
+    if sessions.has_more {
+        println!("(only the {LIST_LIMIT} newest are shown)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The rows of `list`, columns padded.
+pub fn table(sessions: &[SessionResource]) -> String {
+    let header = ["ID", "STATUS", "PHASE", "CREATED", "TITLE"].map(str::to_owned);
+    let rows: Vec<[String; 5]> = std::iter::once(header)
+        .chain(sessions.iter().map(|s| {
+            [
+                s.id.clone(),
+                s.session_status.as_str().to_owned(),
+                s.phase.pill().to_owned(),
+                s.created_at
+                    .chars()
+                    .take(16)
+                    .collect::<String>()
+                    .replace('T', " "),
+                s.title.clone(),
+            ]
+        }))
+        .collect();
+    let widths: Vec<usize> = (0..4)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in &rows {
+        for (c, width) in widths.iter().enumerate() {
+            let cell = &row[c];
+            let pad = width.saturating_sub(cell.chars().count());
+            out.push_str(cell);
+            out.push_str(&" ".repeat(pad + 2));
+        }
+        out.push_str(&row[4]);
+        out.push('\n');
+    }
+    out
+}
+
+/// `open ID`: prints the review URL and opens the browser when one is available.
+pub async fn open(env: &Env, id: &str) -> anyhow::Result<ExitCode> {
+    let url = match env.store.load(id)?.map(|s| s.url).filter(|u| !u.is_empty()) {
+        Some(url) => url,
+        None => {
+            let (client, _) = env.client()?;
+            client
+                .session(id)
+                .await
+                .context("looking the session up")?
+                .url
+        }
+    };
+    if url.is_empty() {
+        bail!("session {id} has no review URL");
+    }
+    println!("{url}");
+    if ui::open_browser(&url) {
+        eprintln!("Opened in the browser.");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,117 @@
+//! The status line: the pill of a session with its elapsed time and token usage.
+
+use time::OffsetDateTime;
+use ultraplan_protocol::constants::{PILL_READY, PILL_WORKING};
+
+use crate::state::{Outcome, SessionState};
+
+/// `45s`, `2m 14s`, `1h 03m`.
+pub fn format_elapsed(secs: u64) -> String {
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m {:02}s", secs / 60, secs % 60),
+        _ => format!("{}h {:02}m", secs / 3600, (secs % 3600) / 60),
+    }
+}
+
+/// `950 tokens`, `12.3k tokens`, `1.2M tokens`.
+pub fn format_tokens(n: u64) -> String {
+    // Precision loss is irrelevant at one decimal.
+    #[allow(clippy::cast_precision_loss)]
+    let f = n as f64;
+    match n {
+        0..1000 => format!("{n} tokens"),
+        1000..1_000_000 => format!("{:.1}k tokens", f / 1e3),
+        _ => format!("{:.1}M tokens", f / 1e6),
+    }
+}
+
+/// The pill text, or the outcome once the watch ended.
+pub fn pill(state: &SessionState) -> String {
+    match state.outcome {
+        None => state.pill.clone(),
+        Some(Outcome::Approved) => format!("{PILL_READY} ultraplan approved"),
+        Some(Outcome::Teleport) if state.handled.is_none() => {
+            format!("{PILL_READY} ultraplan plan teleported")
+        }
+        Some(Outcome::Teleport) => format!("{PILL_READY} ultraplan plan taken up"),
+        Some(Outcome::Failed) => format!(
+            "{PILL_WORKING} ultraplan ended: {}",
+            state.failure.map_or("unknown", |f| f.as_str())
+        ),
+    }
+}
+
+/// One line: pill · elapsed · tokens (the last two when known).
+pub fn status_line(state: &SessionState, now: OffsetDateTime) -> String {
+    let mut parts = vec![pill(state)];
+    if let Some(secs) = state.elapsed_secs(now) {
+        parts.push(format_elapsed(secs));
+    }
+    if let Some(usage) = state.usage.filter(|u| u.total() > 0) {
+        parts.push(format_tokens(usage.total()));
+    }
+    parts.join(" · ")
+}
+
+/// What the user should know or do next, for a finished watch.
+pub fn outcome_hint(state: &SessionState) -> Option<String> {
+    let id = &state.session_id;
+    match state.outcome? {
+        Outcome::Approved => Some(format!(
+            "The plan was approved; the agent implements it remotely. Follow it at {}",
+            state.url
+        )),
+        Outcome::Teleport if state.handled.is_none() => Some(format!(
+            "The plan was teleported back: run `ultraplan` to choose how to implement it, or \
+             `ultraplan pull {id}` to save it."
+        )),
+        Outcome::Teleport => state
+            .plan_file
+            .as_ref()
+            .map(|p| format!("The plan was saved to {}", p.display())),
+        Outcome::Failed => state.failure_message.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::FailureReason;
+    use ultraplan_protocol::model::Usage;
+
+    #[test]
+    fn elapsed_and_tokens_read_well() {
+        assert_eq!(format_elapsed(5), "5s");
+        assert_eq!(format_elapsed(134), "2m 14s");
+        assert_eq!(format_elapsed(3780), "1h 03m");
+        assert_eq!(format_tokens(950), "950 tokens");
+        assert_eq!(format_tokens(12_345), "12.3k tokens");
+        assert_eq!(format_tokens(1_250_000), "1.2M tokens");
+    }
+
+    #[test]
+    fn status_line_shows_pill_elapsed_and_tokens() {
+        let mut s = SessionState::new("s", "h", "u", "t");
+        s.started_at = "2026-01-01T00:00:00Z".into();
+        let now = OffsetDateTime::parse(
+            "2026-01-01T00:02:14Z",
+            &time::format_description::well_known::Rfc3339,
+        )
+        .unwrap();
+        assert_eq!(status_line(&s, now), "◇ ultraplan · 2m 14s");
+        s.pill = "◆ ultraplan ready".into();
+        s.usage = Some(Usage {
+            input_tokens: 12_000,
+            output_tokens: 300,
+            ..Usage::default()
+        });
+        assert_eq!(
+            status_line(&s, now),
+            "◆ ultraplan ready · 2m 14s · 12.3k tokens"
+        );
+        s.outcome = Some(Outcome::Failed);
+        s.failure = Some(FailureReason::TimeoutNoPlan);
+        assert!(status_line(&s, now).starts_with("◇ ultraplan ended: timeout_no_plan"));
+    }
+}

@@ -1,0 +1,6 @@
+//! End-to-end suites: the gateway against fake providers, and the real binaries together.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+mod gateway_anthropic;
+mod gateway_openai;
