@@ -54,8 +54,8 @@ impl Flag {
                 format!("prompt_variant is one of {}", names.join(", "))
             }),
             Flag::TimeoutSeconds => match value.parse::<u64>() {
-                Ok(n) if (60..=86_400).contains(&n) => Ok(()),
-                _ => Err("timeout_seconds is a whole number from 60 to 86400".to_owned()),
+                Ok(n) if (1..=86_400).contains(&n) => Ok(()),
+                _ => Err("timeout_seconds is a whole number from 1 to 86400".to_owned()),
             },
             Flag::Model => match model_problem(value, true, true) {
                 None => Ok(()),
@@ -216,7 +216,8 @@ mod tests {
             (Flag::PromptVariant, "visual_plan", true),
             (Flag::PromptVariant, "fancy", false),
             (Flag::TimeoutSeconds, "1800", true),
-            (Flag::TimeoutSeconds, "5", false),
+            (Flag::TimeoutSeconds, "0", false),
+            (Flag::TimeoutSeconds, "90000", false),
             (Flag::TimeoutSeconds, "abc", false),
             (Flag::Model, "offline", true),
             (Flag::Model, "openai:gpt-4.1", true),

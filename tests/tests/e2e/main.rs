@@ -2,5 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod flows;
 mod gateway_anthropic;
 mod gateway_openai;
+mod lifecycle;
