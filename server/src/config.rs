@@ -99,6 +99,17 @@ impl Config {
         }
     }
 
+    /// A stable name for this server instance: a hash of its data dir.
+    pub fn instance_id(&self) -> String {
+        use sha2::Digest as _;
+        let dir = self
+            .data_dir
+            .canonicalize()
+            .unwrap_or_else(|_| self.data_dir.clone());
+        let digest = sha2::Sha256::digest(dir.display().to_string().as_bytes());
+        hex::encode(&digest[..8])
+    }
+
     /// Where bundles live.
     pub fn bundles_dir(&self) -> PathBuf {
         self.data_dir.join("bundles")

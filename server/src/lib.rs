@@ -68,7 +68,7 @@ pub async fn start(
     let store = open(&config).await?;
     let state = AppState::new(config, store);
     let config = state.config.clone();
-    match runner::select(config.runner, &config.agent_binary).await {
+    match runner::select(config.runner, &config.agent_binary, &config.instance_id()).await {
         Ok(runner) => {
             let mut settings = orchestrator::OrchestratorSettings::new(config.agent_binary.clone());
             settings.max_running = config.max_running_sessions;

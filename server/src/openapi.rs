@@ -23,6 +23,7 @@ use crate::api;
         api::sessions::decide,
         api::events::list,
         api::events::post,
+        crate::pages::login::mint,
     ),
     modifiers(&BearerAuth)
 )]

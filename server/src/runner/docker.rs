@@ -27,6 +27,8 @@ use super::spec::{AGENT_MOUNT, SANDBOX_UID, SandboxRequest, WORKSPACE_MOUNT};
 pub const MANAGED_LABEL: &str = "dev.ultraplan.managed";
 /// Label naming the session a container runs.
 pub const SESSION_LABEL: &str = "dev.ultraplan.session";
+/// Label naming the server instance that started a container.
+pub const INSTANCE_LABEL: &str = "dev.ultraplan.instance";
 
 fn unavailable(what: &str, e: impl std::fmt::Display) -> RunnerError {
     RunnerError::Unavailable(format!("docker: {what}: {e}"))
@@ -37,6 +39,7 @@ fn unavailable(what: &str, e: impl std::fmt::Display) -> RunnerError {
 pub struct DockerRunner {
     docker: Docker,
     image: String,
+    instance: String,
 }
 
 impl std::fmt::Debug for DockerRunner {
@@ -48,7 +51,7 @@ impl std::fmt::Debug for DockerRunner {
 }
 
 /// The container the request describes (pure; unit-tested).
-pub fn container_spec(req: &SandboxRequest, image: &str) -> ContainerCreateBody {
+pub fn container_spec(req: &SandboxRequest, image: &str, instance: &str) -> ContainerCreateBody {
     let mode = if req.writable { "rw" } else { "ro" };
     let limits = &req.limits;
     let host_config = HostConfig {
@@ -82,6 +85,7 @@ pub fn container_spec(req: &SandboxRequest, image: &str) -> ContainerCreateBody 
         labels: Some(HashMap::from([
             (MANAGED_LABEL.to_owned(), "true".to_owned()),
             (SESSION_LABEL.to_owned(), req.session_id.clone()),
+            (INSTANCE_LABEL.to_owned(), instance.to_owned()),
         ])),
         attach_stdin: Some(true),
         attach_stdout: Some(true),
@@ -117,7 +121,7 @@ fn build_context(agent: &[u8]) -> Result<Vec<u8>, std::io::Error> {
 impl DockerRunner {
     /// Connect, sweep orphans, and make sure the agent image exists (built in-process from
     /// the static binary; no registry is contacted).
-    pub async fn prepare(agent_binary: &Path) -> Result<Self, RunnerError> {
+    pub async fn prepare(agent_binary: &Path, instance: &str) -> Result<Self, RunnerError> {
         let docker = Docker::connect_with_local_defaults()
             .map_err(|e| unavailable("cannot connect", e))?
             .negotiate_version()
@@ -132,7 +136,11 @@ impl DockerRunner {
             .map_err(|e| unavailable(&format!("reading {}", agent_binary.display()), e))?;
         let digest = hex::encode(Sha256::digest(&agent));
         let image = format!("ultraplan-agent:{}", &digest[..12]);
-        let runner = DockerRunner { docker, image };
+        let runner = DockerRunner {
+            docker,
+            image,
+            instance: instance.to_owned(),
+        };
         runner.sweep_orphans().await;
         if runner.docker.inspect_image(&runner.image).await.is_err() {
             runner.build_image(&agent).await?;
@@ -162,9 +170,19 @@ impl DockerRunner {
         Ok(())
     }
 
-    /// Remove containers a previous server left behind.
+    fn own_containers(&self) -> HashMap<&'static str, Vec<String>> {
+        HashMap::from([(
+            "label",
+            vec![
+                format!("{MANAGED_LABEL}=true"),
+                format!("{INSTANCE_LABEL}={}", self.instance),
+            ],
+        )])
+    }
+
+    /// Remove containers a previous run of this server instance left behind.
     pub async fn sweep_orphans(&self) {
-        let filters = HashMap::from([("label", vec![format!("{MANAGED_LABEL}=true")])]);
+        let filters = self.own_containers();
         let options = ListContainersOptionsBuilder::new()
             .all(true)
             .filters(&filters)
@@ -178,9 +196,9 @@ impl DockerRunner {
         }
     }
 
-    /// Containers this server manages right now (for tests and metrics).
+    /// Containers this server instance manages right now (for tests and metrics).
     pub async fn managed_containers(&self) -> Result<Vec<String>, RunnerError> {
-        let filters = HashMap::from([("label", vec![format!("{MANAGED_LABEL}=true")])]);
+        let filters = self.own_containers();
         let options = ListContainersOptionsBuilder::new()
             .all(true)
             .filters(&filters)
@@ -199,7 +217,10 @@ impl DockerRunner {
         let name = format!("ultraplan-{}-{}", req.session_id, &suffix[..8]);
         let options = CreateContainerOptionsBuilder::new().name(&name).build();
         self.docker
-            .create_container(Some(options), container_spec(req, &self.image))
+            .create_container(
+                Some(options),
+                container_spec(req, &self.image, &self.instance),
+            )
             .await
             .map_err(|e| unavailable("creating the container", e))?;
         let attach = AttachContainerOptionsBuilder::new()
@@ -339,7 +360,7 @@ mod tests {
             limits: SandboxLimits::default(),
             log_filter: "info".into(),
         };
-        let spec = container_spec(&req, "ultraplan-agent:abc");
+        let spec = container_spec(&req, "ultraplan-agent:abc", "inst1");
         let host = spec.host_config.clone().expect("host config");
         assert_eq!(host.network_mode.as_deref(), Some("none"));
         assert_eq!(host.readonly_rootfs, Some(true));
@@ -361,12 +382,17 @@ mod tests {
         assert!(env.iter().all(|e| !e.contains("KEY")), "{env:?}");
         let labels = spec.labels.clone().unwrap_or_default();
         assert_eq!(labels.get(SESSION_LABEL).map(String::as_str), Some("s1"));
+        assert_eq!(
+            labels.get(INSTANCE_LABEL).map(String::as_str),
+            Some("inst1")
+        );
         let writable = container_spec(
             &SandboxRequest {
                 writable: true,
                 ..req
             },
             "i",
+            "inst1",
         );
         let binds = writable
             .host_config

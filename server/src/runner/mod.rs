@@ -56,7 +56,15 @@ impl Runner {
 
 /// Choose the runner for the configured kind, probing what `auto` needs. The probe starts the
 /// agent binary's `--version` inside a real sandbox.
-pub async fn select(kind: RunnerKind, agent_binary: &Path) -> Result<Runner, RunnerError> {
+///
+/// `instance` names this server (e.g. a hash of its data dir): Docker containers carry it, and
+/// only this instance's orphans are swept at start-up, so servers sharing a daemon leave each
+/// other alone.
+pub async fn select(
+    kind: RunnerKind,
+    agent_binary: &Path,
+    instance: &str,
+) -> Result<Runner, RunnerError> {
     match kind {
         RunnerKind::Process => {
             tracing::warn!(
@@ -65,8 +73,10 @@ pub async fn select(kind: RunnerKind, agent_binary: &Path) -> Result<Runner, Run
             );
             Ok(Runner::Process)
         }
-        RunnerKind::Docker => Ok(Runner::Docker(DockerRunner::prepare(agent_binary).await?)),
-        RunnerKind::Auto => match DockerRunner::prepare(agent_binary).await {
+        RunnerKind::Docker => Ok(Runner::Docker(
+            DockerRunner::prepare(agent_binary, instance).await?,
+        )),
+        RunnerKind::Auto => match DockerRunner::prepare(agent_binary, instance).await {
             Ok(docker) => Ok(Runner::Docker(docker)),
             Err(error) => {
                 tracing::info!(%error, "docker is not usable; trying bubblewrap");

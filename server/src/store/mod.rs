@@ -48,9 +48,19 @@ impl From<serde_json::Error> for StoreError {
 /// Result alias for store calls.
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// The connection pool behind a store, for modules with tables of their own (`pages`).
+#[derive(Debug, Clone)]
+pub enum Pool {
+    Sqlite(sqlx::SqlitePool),
+    Postgres(sqlx::PgPool),
+}
+
 /// Everything the server persists.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
+    /// The underlying pool.
+    fn pool(&self) -> Pool;
+
     /// Apply the embedded migrations.
     async fn migrate(&self) -> StoreResult<()>;
 

@@ -29,4 +29,4 @@ impl PostgresStore {
     }
 }
 
-impl_store!(PostgresStore, Postgres);
+impl_store!(PostgresStore, Postgres, Postgres);

@@ -23,7 +23,7 @@ macro_rules! plan_cols {
 /// Implement the store for `$store`, whose field `pool` is a `sqlx::Pool<$db>` and whose
 /// inherent `write_tx()` opens a write transaction.
 macro_rules! impl_store {
-    ($store:ty, $db:ty) => {
+    ($store:ty, $db:ty, $variant:ident) => {
         use sqlx::Row as _;
         use ultraplan_protocol::api::{Decision, PlanStatus};
         use ultraplan_protocol::constants::ASK_USER_QUESTION_TOOL;
@@ -301,6 +301,10 @@ macro_rules! impl_store {
 
         #[async_trait::async_trait]
         impl $crate::store::Store for $store {
+            fn pool(&self) -> $crate::store::Pool {
+                $crate::store::Pool::$variant(self.pool.clone())
+            }
+
             async fn migrate(&self) -> StoreResult<()> {
                 Self::MIGRATOR.run(&self.pool).await?;
                 Ok(())

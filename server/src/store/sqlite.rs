@@ -39,4 +39,4 @@ impl SqliteStore {
     }
 }
 
-impl_store!(SqliteStore, Sqlite);
+impl_store!(SqliteStore, Sqlite, Sqlite);

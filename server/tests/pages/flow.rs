@@ -22,6 +22,10 @@ The session cookie is set after the redirect, so `/login` sends the user back to
 
 const EDITED: &str = "# Fix the login redirect loop\n\n## Steps\n\n1. Set the cookie before redirecting.\n2. Add the regression test.";
 
+/// Record Content-Security-Policy violations from now on in `window.__csp`.
+pub const WATCH_CSP: &str = "window.__csp = []; document.addEventListener('securitypolicyviolation', \
+    function (e) { window.__csp.push(e.violatedDirective + ' ' + e.blockedURI); }); return true";
+
 pub fn body(value: Value) -> EventBody {
     serde_json::from_value(value).expect("event body")
 }
@@ -30,19 +34,37 @@ pub fn body(value: Value) -> EventBody {
 pub fn exploration() -> Vec<EventBody> {
     vec![
         EventBody::assistant(vec![
-            ContentBlock::text("I'll trace the login flow first, then check where the cookie is set."),
-            ContentBlock::tool_use("todo-1", "TodoWrite", json!({"todos":[
+            ContentBlock::text(
+                "I'll trace the login flow first, then check where the cookie is set.",
+            ),
+            ContentBlock::tool_use(
+                "todo-1",
+                "TodoWrite",
+                json!({"todos":[
                 {"content":"Trace the login redirect","status":"completed"},
                 {"content":"Find where the cookie is set","status":"in_progress"},
-                {"content":"Write the plan","status":"pending"}]})),
-            ContentBlock::tool_use("task-1", "Task", json!({"subagent_type":"explore","description":"Find every redirect to /login"})),
+                {"content":"Write the plan","status":"pending"}]}),
+            ),
+            ContentBlock::tool_use(
+                "task-1",
+                "Task",
+                json!({"subagent_type":"explore","description":"Find every redirect to /login"}),
+            ),
         ]),
-        body(json!({"type":"assistant","parent_tool_use_id":"task-1","message":{"role":"assistant","content":[
-            {"type":"tool_use","id":"grep-1","name":"Grep","input":{"pattern":"redirect_to\\(\"/login\"","path":"src"}}]}})),
-        body(json!({"type":"user","parent_tool_use_id":"task-1","message":{"role":"user","content":[
-            {"type":"tool_result","tool_use_id":"grep-1","content":"src/routes/login.rs:42: redirect_to(\"/login\")\nsrc/auth/guard.rs:17: redirect_to(\"/login\")"}]}})),
+        body(
+            json!({"type":"assistant","parent_tool_use_id":"task-1","message":{"role":"assistant","content":[
+            {"type":"tool_use","id":"grep-1","name":"Grep","input":{"pattern":"redirect_to\\(\"/login\"","path":"src"}}]}}),
+        ),
+        body(
+            json!({"type":"user","parent_tool_use_id":"task-1","message":{"role":"user","content":[
+            {"type":"tool_result","tool_use_id":"grep-1","content":"src/routes/login.rs:42: redirect_to(\"/login\")\nsrc/auth/guard.rs:17: redirect_to(\"/login\")"}]}}),
+        ),
         EventBody::tool_result("todo-1", "Todo list updated.", false),
-        EventBody::tool_result("task-1", "Two redirects: `src/routes/login.rs:42` and `src/auth/guard.rs:17`.", false),
+        EventBody::tool_result(
+            "task-1",
+            "Two redirects: `src/routes/login.rs:42` and `src/auth/guard.rs:17`.",
+            false,
+        ),
     ]
 }
 
@@ -59,40 +81,77 @@ async fn review_a_plan_live_then_reject_and_approve_an_edit() {
     browser.goto(link["url"].as_str().expect("url")).await;
     let here = format!("return location.pathname === '/sessions/{id}' && location.search === ''");
     browser.until("the clean session URL", &here).await;
-    assert_eq!(browser.js("return document.cookie").await, json!(""), "session cookie is HttpOnly");
+    assert_eq!(
+        browser.js("return document.cookie").await,
+        json!(""),
+        "session cookie is HttpOnly"
+    );
     browser.until_text("#live", "Live").await;
-    browser.until_text("#timeline", "Find every redirect to /login").await;
-    browser.until_text("#todo", "Find where the cookie is set").await;
+    browser.js(WATCH_CSP).await;
+    browser
+        .until_text("#timeline", "Find every redirect to /login")
+        .await;
+    browser
+        .until_text("#todo", "Find where the cookie is set")
+        .await;
 
     // The plan arrives while the page is open.
-    server.agent_says(&id, &[exit_plan_mode("plan-1", PLAN_V1)]).await;
+    server
+        .agent_says(&id, &[exit_plan_mode("plan-1", PLAN_V1)])
+        .await;
     browser.until_text("#plan-body h2", "Steps").await;
     browser.until_text("#pill", "◆ ready").await;
     browser.until_text("#timeline", "revision 1").await;
     browser.until_text("#region-side .outline", "Risks").await;
+    assert_eq!(
+        browser.js("return window.__csp").await,
+        json!([]),
+        "no CSP violations"
+    );
     browser.screenshot("session-plan-1280", 1280).await;
     browser.screenshot("session-plan-375", 375).await;
-    browser.client.set_window_size(1280, 900).await.expect("resize");
+    browser
+        .client
+        .set_window_size(1280, 900)
+        .await
+        .expect("resize");
 
     // Reject with feedback.
     browser.click("#reject-plan > summary").await;
-    browser.type_into("#feedback", "Add a regression test first.").await;
+    browser
+        .type_into("#feedback", "Add a regression test first.")
+        .await;
     browser.click("#reject").await;
     browser.until_text("#notice", "Feedback sent").await;
     browser.until_text("#plan-status", "Rejected").await;
     let decided = results(&server.events(&id).await);
-    assert!(decided.contains(&("plan-1".into(), "Add a regression test first.".into(), true)), "{decided:?}");
+    assert!(
+        decided.contains(&("plan-1".into(), "Add a regression test first.".into(), true)),
+        "{decided:?}"
+    );
 
     // Revision 2 arrives live, with a diff against revision 1.
-    server.agent_says(&id, &[exit_plan_mode("plan-2", PLAN_V2)]).await;
+    server
+        .agent_says(&id, &[exit_plan_mode("plan-2", PLAN_V2)])
+        .await;
     browser.until_text("#review .rev", "revision 2").await;
-    browser.until_text("#review details.diff .dl.add", "Add a regression test in").await;
-    browser.until_text("#review details.diff summary", "+2").await;
-    browser.until_text("#rev-1", "Add a regression test first.").await;
+    browser
+        .until_text("#review details.diff .dl.add", "Add a regression test in")
+        .await;
+    browser
+        .until_text("#review details.diff summary", "+2")
+        .await;
+    browser
+        .until_text("#rev-1", "Add a regression test first.")
+        .await;
     browser.click("#review details.diff > summary").await;
     browser.screenshot("session-revision-2-1280", 1280).await;
     browser.screenshot("session-revision-2-375", 375).await;
-    browser.client.set_window_size(1280, 900).await.expect("resize");
+    browser
+        .client
+        .set_window_size(1280, 900)
+        .await
+        .expect("resize");
 
     // Approve an edited plan.
     browser.click("#edit-plan > summary").await;
@@ -100,11 +159,19 @@ async fn review_a_plan_live_then_reject_and_approve_an_edit() {
     browser.click("#approve-edited").await;
     browser.until_text("#notice", "Plan approved").await;
     browser.until_text("#plan-status", "Approved").await;
-    browser.until_text("#plan-body", "Add the regression test.").await;
+    browser
+        .until_text("#plan-body", "Add the regression test.")
+        .await;
     let events = server.events(&id).await;
-    let (_, text, is_error) = results(&events).into_iter().find(|(t, ..)| t == "plan-2").expect("decision");
+    let (_, text, is_error) = results(&events)
+        .into_iter()
+        .find(|(t, ..)| t == "plan-2")
+        .expect("decision");
     assert!(!is_error);
-    assert!(text.contains(&format!("## Approved Plan (edited by user):\n{EDITED}")), "{text}");
+    assert!(
+        text.contains(&format!("## Approved Plan (edited by user):\n{EDITED}")),
+        "{text}"
+    );
     browser.screenshot("session-approved-1280", 1280).await;
     browser.close().await;
 }
@@ -115,16 +182,53 @@ async fn the_sessions_list_updates_live() {
     let alice = server.user("alice").await;
     let quiet = server.session(&alice, "Speed up the test suite").await;
     let id = server.session(&alice, "Fix the login redirect loop").await;
-    server.agent_says(&quiet, &[EventBody::assistant(vec![ContentBlock::text("Looking.")])]).await;
+    server
+        .agent_says(
+            &quiet,
+            &[EventBody::assistant(vec![ContentBlock::text("Looking.")])],
+        )
+        .await;
     let (_, link) = server.login_link(&alice, "/").await;
 
     let browser = Browser::start(1280, 900).await;
     browser.goto(link["url"].as_str().expect("url")).await;
-    browser.until_text("#session-rows", "Speed up the test suite").await;
+    browser
+        .until_text("#session-rows", "Speed up the test suite")
+        .await;
     browser.until_text("#session-rows", "webapp · main").await;
-    server.agent_says(&id, &[exit_plan_mode("plan-1", PLAN_V1)]).await;
+    server
+        .agent_says(&id, &[exit_plan_mode("plan-1", PLAN_V1)])
+        .await;
     browser.until_text("#session-rows", "◆ ready").await;
     browser.screenshot("sessions-1280", 1280).await;
     browser.screenshot("sessions-375", 375).await;
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn dark_mode_follows_the_system() {
+    let server = Server::start().await;
+    let alice = server.user("alice").await;
+    let id = server.session(&alice, "Fix the login redirect loop").await;
+    server.agent_says(&id, &exploration()).await;
+    server
+        .agent_says(&id, &[exit_plan_mode("plan-1", PLAN_V1)])
+        .await;
+    let (_, link) = server.login_link(&alice, &format!("/sessions/{id}")).await;
+    let dark = [
+        "--force-dark-mode",
+        "--blink-settings=preferredColorScheme=0",
+    ];
+    let browser = Browser::start_with(1280, 900, &dark).await;
+    browser.goto(link["url"].as_str().expect("url")).await;
+    browser.until_text("#plan-body", "Steps").await;
+    let scheme = "return matchMedia('(prefers-color-scheme: dark)').matches";
+    assert_eq!(browser.js(scheme).await, json!(true));
+    let background = browser
+        .js("return getComputedStyle(document.body).backgroundColor")
+        .await;
+    assert_eq!(background, json!("rgb(15, 17, 21)"));
+    browser.screenshot("session-plan-dark-1280", 1280).await;
+    browser.screenshot("session-plan-dark-375", 375).await;
     browser.close().await;
 }

@@ -120,6 +120,7 @@ pub async fn agent_server(models: Arc<ScriptedModels>) -> (TestServer, Orchestra
     let runner = ultraplan_server::runner::select(
         ultraplan_server::config::RunnerKind::Bwrap,
         &agent_binary(),
+        "agents-test",
     )
     .await
     .expect("bubblewrap must work here (.ci/run installs it)");

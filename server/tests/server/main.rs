@@ -7,5 +7,6 @@ mod api;
 mod bundles;
 mod decisions;
 mod events;
+mod sandbox;
 mod store_suite;
 mod support;

@@ -1,0 +1,281 @@
+//! The page's forms: plan decisions, answers, stopping. Each goes through the same session
+//! logic as the API and then redirects back to the page with a notice (post/redirect/get), so
+//! a double click or a second tab shows what already stands instead of an error.
+
+use axum::extract::{Path, State};
+use axum::response::Redirect;
+use serde::Deserialize;
+use ultraplan_protocol::api::Decision;
+use ultraplan_protocol::events::{EventBody, SystemEvent};
+use ultraplan_protocol::session::SessionStatus;
+
+use super::auth::{CsrfForm, Posted};
+use super::digest::Digest;
+use super::error::{PageError, PageResult};
+use super::notice::Notice;
+use super::session::{events_after, owned, terminal_polling};
+use crate::error::ApiError;
+use crate::sessions::{self, DecisionOutcome};
+use crate::state::AppState;
+
+/// The decision form: `decision` is `approve`, `approve_edited`, `reject` or `teleport`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct DecisionForm {
+    pub csrf: String,
+    pub decision: String,
+    pub plan: String,
+    pub feedback: String,
+}
+
+/// The answer form.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct AnswerForm {
+    pub csrf: String,
+    pub tool_use_id: String,
+    pub answer: String,
+    /// A suggested answer the reviewer picked instead of writing one.
+    pub choice: String,
+}
+
+/// A form with nothing but its token.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct TokenForm {
+    pub csrf: String,
+}
+
+impl CsrfForm for DecisionForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+impl CsrfForm for AnswerForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+impl CsrfForm for TokenForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+/// Text from a textarea: browsers send CRLF line ends.
+pub fn normalize(text: &str) -> String {
+    text.replace("\r\n", "\n")
+}
+
+/// The decision a form asks for, or the notice that explains why it cannot be taken.
+pub fn to_decision(form: &DecisionForm) -> PageResult<Result<Decision, Notice>> {
+    Ok(match form.decision.as_str() {
+        "approve" => Ok(Decision::Approve { plan: None }),
+        "approve_edited" => {
+            let plan = normalize(&form.plan);
+            if plan.trim().is_empty() {
+                Err(Notice::EmptyPlan)
+            } else {
+                Ok(Decision::Approve { plan: Some(plan) })
+            }
+        }
+        "reject" => {
+            let feedback = normalize(&form.feedback);
+            if feedback.trim().is_empty() {
+                Err(Notice::FeedbackRequired)
+            } else {
+                Ok(Decision::Reject { feedback })
+            }
+        }
+        "teleport" => Ok(Decision::Teleport {}),
+        _ => return Err(PageError::BadRequest("unknown decision".to_owned())),
+    })
+}
+
+/// What the shared decision logic's answer means for the reviewer.
+pub fn decision_notice(
+    decision: &Decision,
+    result: Result<DecisionOutcome, ApiError>,
+) -> PageResult<Notice> {
+    match result {
+        Ok(DecisionOutcome::Decided(_)) => Ok(match decision {
+            Decision::Approve { .. } => Notice::Approved,
+            Decision::Reject { .. } => Notice::Rejected,
+            Decision::Teleport {} => Notice::Teleported,
+        }),
+        Ok(DecisionOutcome::AlreadyStands(_)) => Ok(Notice::AlreadyDecided),
+        Err(ApiError::Conflict {
+            code: "decision_conflict",
+            ..
+        }) => Ok(Notice::Conflict),
+        Err(ApiError::Conflict {
+            code: "session_archived",
+            ..
+        }) => Ok(Notice::Archived),
+        Err(ApiError::BadRequest {
+            code: "feedback_required",
+            ..
+        }) => Ok(Notice::FeedbackRequired),
+        Err(ApiError::BadRequest {
+            code: "empty_plan", ..
+        }) => Ok(Notice::EmptyPlan),
+        Err(ApiError::BadRequest {
+            code: "no_pending_plan",
+            ..
+        }) => Ok(Notice::NoPendingPlan),
+        Err(error) => Err(error.into()),
+    }
+}
+
+fn back(session_id: &str, notice: Notice, anchor: &str) -> Redirect {
+    let id = super::auth::encode_query(session_id);
+    Redirect::to(&format!("/sessions/{id}?notice={}{anchor}", notice.code()))
+}
+
+/// `POST /sessions/{id}/plans/{tool_use_id}/decision`.
+pub async fn decide(
+    State(state): State<AppState>,
+    Path((id, tool_use_id)): Path<(String, String)>,
+    Posted { user, form }: Posted<DecisionForm>,
+) -> PageResult<Redirect> {
+    let row = owned(&state, &user, &id).await?;
+    let decision = match to_decision(&form)? {
+        Ok(decision) => decision,
+        Err(notice) => return Ok(back(&row.id, notice, "#review")),
+    };
+    if decision == (Decision::Teleport {}) && !terminal_polling(&state, &row.id) {
+        return Ok(back(&row.id, Notice::TerminalGone, "#review"));
+    }
+    let result = sessions::decide(&state, &row, &tool_use_id, &decision).await;
+    let notice = decision_notice(&decision, result)?;
+    Ok(back(&row.id, notice, "#review"))
+}
+
+/// `POST /sessions/{id}/answer`: answer the agent's open question.
+pub async fn answer(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Posted { user, form }: Posted<AnswerForm>,
+) -> PageResult<Redirect> {
+    let row = owned(&state, &user, &id).await?;
+    if row.status == SessionStatus::Archived {
+        return Ok(back(&row.id, Notice::Archived, ""));
+    }
+    let answer = normalize(if form.choice.trim().is_empty() {
+        &form.answer
+    } else {
+        &form.choice
+    });
+    if answer.trim().is_empty() {
+        return Ok(back(&row.id, Notice::AnswerRequired, "#question"));
+    }
+    let mut digest = Digest::default();
+    for event in events_after(&state, &row.id, 0).await? {
+        digest.ingest(&event);
+    }
+    if digest.question.as_ref().map(|q| q.tool_use_id.as_str()) != Some(form.tool_use_id.as_str()) {
+        return Ok(back(&row.id, Notice::QuestionGone, ""));
+    }
+    let body = EventBody::tool_result(&form.tool_use_id, answer, false);
+    sessions::validate_client_events(std::slice::from_ref(&body))?;
+    let stored = sessions::append(&state, &row, &[body]).await?;
+    sessions::deliver(&state, &row.id, &stored);
+    Ok(back(&row.id, Notice::Answered, ""))
+}
+
+/// `POST /sessions/{id}/stop`: stop the agent and archive the session, as the API's archive.
+pub async fn stop(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Posted { user, form: _ }: Posted<TokenForm>,
+) -> PageResult<Redirect> {
+    let row = owned(&state, &user, &id).await?;
+    if row.status == SessionStatus::Archived {
+        return Ok(back(&row.id, Notice::AlreadyStopped, ""));
+    }
+    if let Some(orchestrator) = &state.orchestrator {
+        orchestrator.stop(&row.id).await;
+    }
+    let row = owned(&state, &user, &id).await?;
+    if row.status == SessionStatus::Archived {
+        return Ok(back(&row.id, Notice::AlreadyStopped, ""));
+    }
+    let note = EventBody::System(SystemEvent {
+        subtype: "archived".to_owned(),
+        message: Some(format!(
+            "Session stopped by {} from the review page.",
+            user.name
+        )),
+        data: serde_json::Value::Null,
+    });
+    sessions::append(&state, &row, &[note]).await?;
+    if !state.store.archive_session(&row.id).await? {
+        return Ok(back(&row.id, Notice::AlreadyStopped, ""));
+    }
+    state.hub.forget(&row.id);
+    Ok(back(&row.id, Notice::Stopped, ""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form(decision: &str, plan: &str, feedback: &str) -> DecisionForm {
+        DecisionForm {
+            csrf: "t".into(),
+            decision: decision.into(),
+            plan: plan.into(),
+            feedback: feedback.into(),
+        }
+    }
+
+    #[test]
+    fn forms_become_decisions() {
+        let ok = |f: DecisionForm| to_decision(&f).expect("known").expect("valid");
+        assert_eq!(
+            ok(form("approve", "ignored", "")),
+            Decision::Approve { plan: None }
+        );
+        assert_eq!(
+            ok(form("approve_edited", "a\r\nb", "")),
+            Decision::Approve {
+                plan: Some("a\nb".into())
+            }
+        );
+        assert_eq!(
+            ok(form("reject", "", "more\r\ntests")),
+            Decision::Reject {
+                feedback: "more\ntests".into()
+            }
+        );
+        assert_eq!(ok(form("teleport", "", "")), Decision::Teleport {});
+        let notice = |f: DecisionForm| to_decision(&f).expect("known").expect_err("refused");
+        assert_eq!(notice(form("reject", "", "  ")), Notice::FeedbackRequired);
+        assert_eq!(
+            notice(form("approve_edited", "\r\n", "")),
+            Notice::EmptyPlan
+        );
+        assert!(to_decision(&form("delete", "", "")).is_err());
+    }
+
+    #[test]
+    fn api_outcomes_become_notices() {
+        let approve = Decision::Approve { plan: None };
+        let conflict = ApiError::conflict("decision_conflict", "x");
+        assert_eq!(
+            decision_notice(&approve, Err(conflict)).expect("notice"),
+            Notice::Conflict
+        );
+        let archived = ApiError::conflict("session_archived", "x");
+        assert_eq!(
+            decision_notice(&approve, Err(archived)).expect("notice"),
+            Notice::Archived
+        );
+        let gone = ApiError::bad_request("no_pending_plan", "x");
+        assert_eq!(
+            decision_notice(&approve, Err(gone)).expect("notice"),
+            Notice::NoPendingPlan
+        );
+        assert!(decision_notice(&approve, Err(ApiError::Internal("x".into()))).is_err());
+    }
+}

@@ -1,0 +1,125 @@
+//! One-line notices shown after a form post. The redirect carries only a fixed code, so no
+//! text is ever reflected from the URL.
+
+/// What happened to the last form post.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notice {
+    Approved,
+    Rejected,
+    Teleported,
+    AlreadyDecided,
+    Conflict,
+    Archived,
+    FeedbackRequired,
+    EmptyPlan,
+    NoPendingPlan,
+    TerminalGone,
+    Answered,
+    AnswerRequired,
+    QuestionGone,
+    Stopped,
+    AlreadyStopped,
+}
+
+const ALL: [Notice; 15] = [
+    Notice::Approved,
+    Notice::Rejected,
+    Notice::Teleported,
+    Notice::AlreadyDecided,
+    Notice::Conflict,
+    Notice::Archived,
+    Notice::FeedbackRequired,
+    Notice::EmptyPlan,
+    Notice::NoPendingPlan,
+    Notice::TerminalGone,
+    Notice::Answered,
+    Notice::AnswerRequired,
+    Notice::QuestionGone,
+    Notice::Stopped,
+    Notice::AlreadyStopped,
+];
+
+impl Notice {
+    /// The code in the redirect URL.
+    pub fn code(self) -> &'static str {
+        match self {
+            Notice::Approved => "approved",
+            Notice::Rejected => "rejected",
+            Notice::Teleported => "teleported",
+            Notice::AlreadyDecided => "already_decided",
+            Notice::Conflict => "conflict",
+            Notice::Archived => "archived",
+            Notice::FeedbackRequired => "feedback_required",
+            Notice::EmptyPlan => "empty_plan",
+            Notice::NoPendingPlan => "no_pending_plan",
+            Notice::TerminalGone => "terminal_gone",
+            Notice::Answered => "answered",
+            Notice::AnswerRequired => "answer_required",
+            Notice::QuestionGone => "question_gone",
+            Notice::Stopped => "stopped",
+            Notice::AlreadyStopped => "already_stopped",
+        }
+    }
+
+    /// Parse a code from the URL; unknown codes show nothing.
+    pub fn parse(code: &str) -> Option<Notice> {
+        ALL.into_iter().find(|n| n.code() == code)
+    }
+
+    /// `ok` for success, `warn` for everything the reviewer should look at.
+    pub fn tone(self) -> &'static str {
+        match self {
+            Notice::Approved
+            | Notice::Rejected
+            | Notice::Teleported
+            | Notice::Answered
+            | Notice::Stopped => "ok",
+            _ => "warn",
+        }
+    }
+
+    /// The message.
+    pub fn text(self) -> &'static str {
+        match self {
+            Notice::Approved => "Plan approved. The agent carries on with it remotely.",
+            Notice::Rejected => "Feedback sent. The agent is revising the plan.",
+            Notice::Teleported => "Plan sent back to your terminal. Continue there.",
+            Notice::AlreadyDecided => "That decision had already been recorded; nothing changed.",
+            Notice::Conflict => {
+                "A different decision was already taken on this plan (another tab or the terminal). It is shown below."
+            }
+            Notice::Archived => {
+                "This session is stopped; it can no longer take decisions or answers."
+            }
+            Notice::FeedbackRequired => {
+                "Write some feedback for the agent before rejecting the plan."
+            }
+            Notice::EmptyPlan => {
+                "The edited plan is empty. Write the plan you approve, or approve it as proposed."
+            }
+            Notice::NoPendingPlan => "That plan is no longer waiting for a decision.",
+            Notice::TerminalGone => {
+                "Your terminal is no longer connected, so the plan cannot be sent back to it. Approve or reject it here."
+            }
+            Notice::Answered => "Answer sent to the agent.",
+            Notice::AnswerRequired => "Write an answer before sending it.",
+            Notice::QuestionGone => "That question was already answered.",
+            Notice::Stopped => "Session stopped.",
+            Notice::AlreadyStopped => "The session was already stopped.",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip() {
+        for notice in ALL {
+            assert_eq!(Notice::parse(notice.code()), Some(notice));
+            assert!(!notice.text().is_empty());
+        }
+        assert_eq!(Notice::parse("<script>"), None);
+    }
+}

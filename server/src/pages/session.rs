@@ -1,0 +1,162 @@
+//! `GET /sessions/{id}`: the review page, and what the live stream re-renders.
+
+use std::time::Duration;
+
+use askama::Template;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde::Deserialize;
+use sha2::{Digest as _, Sha256};
+use ultraplan_protocol::events::Event;
+
+use super::auth::WebUser;
+use super::digest::Digest;
+use super::error::{PageError, PageResult};
+use super::notice::Notice;
+use super::templates::{
+    EntryFragment, HeadRegion, Layout, ReviewRegion, SessionPage, SideRegion, render,
+};
+use super::timeline::Entry;
+use super::view::{SessionInput, SessionView, session_view};
+use crate::state::AppState;
+use crate::store::{PlanRow, SessionRow, StoreResult, now_ms};
+
+/// Teleport is offered while the launching terminal polled this recently.
+pub const TELEPORT_WINDOW: Duration = Duration::from_secs(15);
+
+/// A part of the page the stream may replace, with a key that changes with its content.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Region {
+    pub key: String,
+    pub html: String,
+}
+
+/// The replaceable parts of the session page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Regions {
+    pub head: Region,
+    pub review: Region,
+    pub side: Region,
+}
+
+fn region(html: String) -> Region {
+    let key = hex::encode(Sha256::digest(html.as_bytes()))[..16].to_owned();
+    Region { key, html }
+}
+
+/// Render the replaceable parts of a view.
+pub fn regions(v: &SessionView) -> Result<Regions, askama::Error> {
+    Ok(Regions {
+        head: region(HeadRegion { v }.render()?),
+        review: region(ReviewRegion { v }.render()?),
+        side: region(SideRegion { v }.render()?),
+    })
+}
+
+/// The user's session, or 404 (also for another user's session).
+pub async fn owned(state: &AppState, user: &WebUser, id: &str) -> PageResult<SessionRow> {
+    state
+        .store
+        .session_for_user(&user.id, id)
+        .await?
+        .ok_or(PageError::NotFound)
+}
+
+/// Events with `id > after`, all of them, oldest first.
+pub async fn events_after(
+    state: &AppState,
+    session_id: &str,
+    after: i64,
+) -> StoreResult<Vec<Event>> {
+    let mut all = Vec::new();
+    let mut cursor = after;
+    loop {
+        let (page, more) = state.store.list_events(session_id, cursor, 100).await?;
+        cursor = page.last().map_or(cursor, |e| e.id);
+        all.extend(page);
+        if !more {
+            return Ok(all);
+        }
+    }
+}
+
+/// Whether the launching terminal still polls the session.
+pub fn terminal_polling(state: &AppState, session_id: &str) -> bool {
+    state
+        .hub
+        .last_poll(session_id)
+        .is_some_and(|at| at.elapsed() < TELEPORT_WINDOW)
+}
+
+/// Whether the session's agent has gone quiet.
+pub fn stalled(state: &AppState, session_id: &str) -> bool {
+    state
+        .orchestrator
+        .as_ref()
+        .is_some_and(|o| o.stalled(session_id))
+}
+
+/// The view of a session from its row, plans and digested log.
+pub fn build_view(
+    state: &AppState,
+    row: &SessionRow,
+    plans: &[PlanRow],
+    digest: &Digest,
+    csrf: &str,
+    notice: Option<Notice>,
+) -> SessionView {
+    session_view(&SessionInput {
+        row,
+        plans,
+        digest,
+        now_ms: now_ms(),
+        terminal_polling: terminal_polling(state, &row.id),
+        stalled: stalled(state, &row.id),
+        csrf,
+        notice,
+    })
+}
+
+/// Render each Task call's subagent entries into it.
+pub fn finish_timeline(mut entries: Vec<Entry>) -> Result<Vec<Entry>, askama::Error> {
+    for entry in &mut entries {
+        for child in &entry.children {
+            entry
+                .kids_html
+                .push_str(&EntryFragment { e: child }.render()?);
+        }
+    }
+    Ok(entries)
+}
+
+/// Query of the page: the notice code a form post left.
+#[derive(Debug, Default, Deserialize)]
+pub struct PageQuery {
+    pub notice: Option<String>,
+}
+
+/// `GET /sessions/{id}`.
+pub async fn page(
+    State(state): State<AppState>,
+    user: WebUser,
+    Path(id): Path<String>,
+    Query(query): Query<PageQuery>,
+) -> PageResult<Response> {
+    let row = owned(&state, &user, &id).await?;
+    let events = events_after(&state, &row.id, 0).await?;
+    let mut digest = Digest::with_tree();
+    for event in &events {
+        digest.ingest(event);
+    }
+    let plans = state.store.list_plans(&row.id).await?;
+    let notice = query.notice.as_deref().and_then(Notice::parse);
+    let v = build_view(&state, &row, &plans, &digest, &user.csrf, notice);
+    let page = SessionPage {
+        layout: Layout::for_user(&v.title, &user),
+        regions: regions(&v)?,
+        timeline: finish_timeline(digest.into_entries())?,
+        v,
+    };
+    Ok(render(StatusCode::OK, &page))
+}
