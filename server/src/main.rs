@@ -73,6 +73,13 @@ struct ServeArgs {
     /// Sessions with a live agent at once; more wait in order.
     #[arg(long, env = "ULTRAPLAN_MAX_RUNNING", default_value_t = 16)]
     max_running: usize,
+    /// Tokens (input, output and cache) one session may spend before it is stopped.
+    #[arg(
+        long,
+        env = "ULTRAPLAN_SESSION_TOKEN_BUDGET",
+        default_value_t = 5_000_000
+    )]
+    session_token_budget: u64,
 }
 
 #[derive(Subcommand)]
@@ -119,6 +126,7 @@ fn apply_serve_args(config: &mut Config, args: ServeArgs) {
         .unwrap_or_else(|| format!("http://{}", args.bind));
     config.runner = args.runner;
     config.max_running_sessions = args.max_running.max(1);
+    config.session_token_budget = args.session_token_budget;
     if let Some(agent) = args.agent_bin {
         config.agent_binary = agent;
     }

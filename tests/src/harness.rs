@@ -16,8 +16,14 @@ use tokio::process::{Child, Command};
 use ultraplan_protocol::api::EventsPage;
 use ultraplan_protocol::events::Event;
 
-/// A workspace binary (built by `cargo test --workspace`) beside the test executable's dir.
+/// A workspace binary (built by `cargo test --workspace`) beside the test executable's dir,
+/// unless `ULTRAPLAN_SERVER_BIN` names the server binary to use.
 pub fn workspace_bin(name: &str) -> anyhow::Result<PathBuf> {
+    if name == "ultraplan-server"
+        && let Some(path) = std::env::var_os("ULTRAPLAN_SERVER_BIN")
+    {
+        return Ok(PathBuf::from(path));
+    }
     let exe = std::env::current_exe()?;
     let dir = exe
         .parent()

@@ -22,6 +22,8 @@ type Script = dyn Fn(&ModelRequest, usize) -> ModelResponse + Send + Sync;
 pub struct ScriptedModels {
     script: Box<Script>,
     pub requests: Mutex<Vec<ModelRequest>>,
+    /// Hold the first answer this long (a slow provider).
+    first_delay: Duration,
 }
 
 #[async_trait]
@@ -36,6 +38,9 @@ impl ModelBackend for ScriptedModels {
             requests.push(request.clone());
             requests.len()
         };
+        if n == 1 {
+            tokio::time::sleep(self.first_delay).await;
+        }
         Ok(Completion {
             response: (self.script)(&request, n),
             attempts: 1,
@@ -105,6 +110,7 @@ fn planner() -> ScriptedModels {
             }
         }),
         requests: Mutex::new(Vec::new()),
+        first_delay: Duration::ZERO,
     }
 }
 
@@ -117,6 +123,13 @@ fn agent_binary() -> std::path::PathBuf {
 }
 
 pub async fn agent_server(models: Arc<ScriptedModels>) -> (TestServer, Orchestrator) {
+    agent_server_with(models, |_| {}).await
+}
+
+pub async fn agent_server_with(
+    models: Arc<ScriptedModels>,
+    tweak: impl FnOnce(&mut OrchestratorSettings),
+) -> (TestServer, Orchestrator) {
     let runner = ultraplan_server::runner::select(
         ultraplan_server::config::RunnerKind::Bwrap,
         &agent_binary(),
@@ -127,6 +140,7 @@ pub async fn agent_server(models: Arc<ScriptedModels>) -> (TestServer, Orchestra
     assert!(matches!(runner, Runner::Bwrap));
     let mut settings = OrchestratorSettings::new(agent_binary());
     settings.max_running = 4;
+    tweak(&mut settings);
     let slot = Arc::new(Mutex::new(None));
     let keep = slot.clone();
     let server = TestServer::start_full(
@@ -326,4 +340,39 @@ async fn approval_ends_the_plan_phase_and_archive_stops_agents() {
         !orchestrator.is_live(&id2),
         "archive returns once the agent is gone"
     );
+}
+
+#[tokio::test]
+async fn a_silent_agent_is_marked_stalled_until_it_speaks_again() {
+    let models = Arc::new(ScriptedModels {
+        first_delay: Duration::from_secs(2),
+        ..planner()
+    });
+    let (server, _orchestrator) = agent_server_with(models, |s| {
+        s.stall_after = Duration::from_millis(300);
+    })
+    .await;
+    let token = server.user("a").await;
+    let session = server.session(&token, "fix the login bug").await;
+    let id = session["id"].as_str().expect("id").to_owned();
+    let stalled = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if status(&server, &token, &id).await["stalled"] == true {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(
+        stalled.is_ok(),
+        "a session silent past the threshold shows as stalled"
+    );
+    let resource = status(&server, &token, &id).await;
+    assert_eq!(
+        resource["session_status"], "running",
+        "stalled is not a status change"
+    );
+    wait_for(&server, &token, &id, is_plan("plan1")).await;
+    assert_eq!(status(&server, &token, &id).await["stalled"], false);
 }

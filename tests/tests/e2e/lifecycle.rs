@@ -316,3 +316,36 @@ async fn fifty_sessions_under_a_cap_of_eight_all_complete() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn a_spent_token_budget_stops_the_session_cleanly() {
+    let server = offline("bwrap", &[("ULTRAPLAN_SESSION_TOKEN_BUDGET", "1")]).await;
+    let bundle = server.upload(&demo_repo()).await.expect("upload");
+    let id = server
+        .create_session(&bundle, "fix the login bug")
+        .await
+        .expect("create");
+    let mut seen = Vec::new();
+    let ended = server
+        .wait_for(&id, &mut seen, is_result)
+        .await
+        .expect("result");
+    assert_eq!(
+        result_subtype(&ended).as_deref(),
+        Some("error_budget"),
+        "{seen:#?}"
+    );
+    let session = server.session(&id).await.expect("session");
+    assert!(
+        session["usage"]["input_tokens"].as_u64().unwrap_or(0) > 0,
+        "usage was recorded"
+    );
+    assert_eq!(session["session_status"], "idle");
+    let needle = server.data_dir.join("bundles").display().to_string();
+    eventually(
+        "agent exit",
+        || processes_mentioning(&needle).is_empty(),
+        Duration::from_secs(10),
+    )
+    .await;
+}
