@@ -120,19 +120,7 @@ impl EventBody {
         };
         blocks
             .iter()
-            .filter_map(|b| match b {
-                ContentBlock::ToolResult {
-                    tool_use_id,
-                    content,
-                    is_error,
-                    ..
-                } => Some((
-                    tool_use_id.as_str(),
-                    content.text(),
-                    is_error.unwrap_or(false),
-                )),
-                _ => None,
-            })
+            .filter_map(ContentBlock::as_tool_result)
             .collect()
     }
 }
@@ -276,6 +264,23 @@ impl ContentBlock {
         ContentBlock::Text {
             text: text.into(),
             cache_control: None,
+        }
+    }
+
+    /// `(tool_use_id, text, is_error)` when this is a tool_result block.
+    pub fn as_tool_result(&self) -> Option<(&str, String, bool)> {
+        match self {
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+                ..
+            } => Some((
+                tool_use_id.as_str(),
+                content.text(),
+                is_error.unwrap_or(false),
+            )),
+            _ => None,
         }
     }
 

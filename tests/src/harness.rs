@@ -336,3 +336,28 @@ pub fn processes_mentioning(needle: &str) -> Vec<String> {
         .map(str::to_owned)
         .collect()
 }
+
+/// Containers (any state) Docker holds for a session. If Docker cannot be asked, the answer is
+/// one line saying why, so a test waiting for "none left" fails with the reason.
+pub fn containers_of(session_id: &str) -> Vec<String> {
+    let output = std::process::Command::new("docker")
+        .args([
+            "ps",
+            "-aq",
+            "--filter",
+            &format!("label=dev.ultraplan.session={session_id}"),
+        ])
+        .output();
+    match output {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect(),
+        Ok(out) => docker_failed(&String::from_utf8_lossy(&out.stderr)),
+        Err(e) => docker_failed(&e.to_string()),
+    }
+}
+
+fn docker_failed(reason: &str) -> Vec<String> {
+    vec![format!("docker ps failed: {reason}")]
+}

@@ -11,7 +11,7 @@ use ultraplan_protocol::{ExitPlanModeScanner, ScanResult};
 use ultraplan_tests::fake_models::{
     FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, FakeAnthropic, FakeOpenAi, RecordedRequest, Reply, Script,
 };
-use ultraplan_tests::harness::{ServerProcess, demo_repo, processes_mentioning};
+use ultraplan_tests::harness::{ServerProcess, containers_of, demo_repo, processes_mentioning};
 
 const FEEDBACK: &str = "Also add a regression test for empty passwords.";
 
@@ -222,22 +222,6 @@ async fn anthropic_plan_reject_revise_teleport_in_docker() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("containers left behind: {:?}", containers_of(&id));
-}
-
-fn containers_of(session_id: &str) -> Vec<String> {
-    let output = std::process::Command::new("docker")
-        .args([
-            "ps",
-            "-aq",
-            "--filter",
-            &format!("label=dev.ultraplan.session={session_id}"),
-        ])
-        .output()
-        .expect("the docker CLI runs (CI installs docker.io and starts dockerd)");
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect()
 }
 
 #[tokio::test]

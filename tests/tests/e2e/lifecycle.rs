@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use ultraplan_protocol::events::{Event, EventBody};
-use ultraplan_tests::harness::{ServerProcess, demo_repo, processes_mentioning};
+use ultraplan_tests::harness::{ServerProcess, containers_of, demo_repo, processes_mentioning};
 
 fn plan_id(event: &Event) -> Option<String> {
     event
@@ -42,27 +42,6 @@ async fn eventually(what: &str, mut done: impl FnMut() -> bool, limit: Duration)
         );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-}
-
-fn containers_of(session_id: &str) -> Vec<String> {
-    let output = std::process::Command::new("docker")
-        .args([
-            "ps",
-            "-aq",
-            "--filter",
-            &format!("label=dev.ultraplan.session={session_id}"),
-        ])
-        .output()
-        .expect("the docker CLI runs (CI installs docker.io and starts dockerd)");
-    assert!(
-        output.status.success(),
-        "docker ps failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect()
 }
 
 #[tokio::test]
