@@ -128,6 +128,13 @@ impl Client {
         self.json(builder.timeout(REQUEST_TIMEOUT).json(body)).await
     }
 
+    /// `POST /v1/login-links`: a short-lived one-time link that logs a browser in and lands
+    /// on `next` (a path such as `/sessions/ID`).
+    pub async fn login_link(&self, next: &str) -> Result<LoginLink, ApiError> {
+        self.post("/v1/login-links", &serde_json::json!({ "next": next }))
+            .await
+    }
+
     /// `GET /v1/eligibility`.
     pub async fn eligibility(&self) -> Result<Eligibility, ApiError> {
         self.get("/v1/eligibility").await
@@ -231,4 +238,11 @@ impl Client {
             Err(e) => Err(e),
         }
     }
+}
+
+/// A one-time browser login link.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+pub struct LoginLink {
+    pub url: String,
+    pub expires_at: String,
 }

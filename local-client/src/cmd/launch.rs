@@ -94,15 +94,18 @@ pub async fn command(env: &Env, args: &LaunchArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&launched.session)?);
     } else {
-        print_launched(&launched);
+        let review = super::sessions::signed_in_url(env, &launched.session.id)
+            .await
+            .unwrap_or_else(|| launched.session.url.clone());
+        print_launched(&launched, &review);
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_launched(launched: &Launched) {
+fn print_launched(launched: &Launched, review_url: &str) {
     let id = &launched.session.id;
     println!("◇ ultraplan launched: {}", launched.session.title);
-    println!("  Review the plan at {}", launched.session.url);
+    println!("  Review the plan at {review_url}");
     if launched.state.pid.is_some() {
         println!("  Polling in the background; follow it with `ultraplan status {id}`");
     } else {

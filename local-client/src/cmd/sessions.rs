@@ -151,6 +151,17 @@ pub fn table(sessions: &[SessionResource]) -> String {
     out
 }
 
+/// The review URL with a one-time login token, so the browser lands signed in; `None` when
+/// the server cannot mint one (the plain URL still works after a token login).
+pub async fn signed_in_url(env: &Env, id: &str) -> Option<String> {
+    let (client, _) = env.client().ok()?;
+    client
+        .login_link(&format!("/sessions/{id}"))
+        .await
+        .ok()
+        .map(|link| link.url)
+}
+
 /// `open ID`: prints the review URL and opens the browser when one is available.
 pub async fn open(env: &Env, id: &str) -> anyhow::Result<ExitCode> {
     let url = match env.store.load(id)?.map(|s| s.url).filter(|u| !u.is_empty()) {
@@ -167,6 +178,7 @@ pub async fn open(env: &Env, id: &str) -> anyhow::Result<ExitCode> {
     if url.is_empty() {
         bail!("session {id} has no review URL");
     }
+    let url = signed_in_url(env, id).await.unwrap_or(url);
     println!("{url}");
     if ui::open_browser(&url) {
         eprintln!("Opened in the browser.");
