@@ -1,8 +1,9 @@
 //! Agent-side tuning: context-management thresholds and request limits.
 //!
 //! The defaults suit a 200k-token context window. Each value can be overridden by an
-//! environment variable (`ULTRAPLAN_CTX_*`, `ULTRAPLAN_MAX_OUTPUT_TOKENS`), which the tests use
-//! to trigger snipping and compaction on small conversations.
+//! environment variable (`ULTRAPLAN_CTX_*`, `ULTRAPLAN_MAX_OUTPUT_TOKENS`,
+//! `ULTRAPLAN_MAX_SUBAGENTS`), which the tests use to trigger snipping and compaction on small
+//! conversations.
 
 use std::path::PathBuf;
 
@@ -54,6 +55,8 @@ pub struct AgentConfig {
     pub max_output_tokens: u32,
     /// Where oversized tool results are written (a private tmpfs inside the sandbox).
     pub spill_dir: PathBuf,
+    /// Subagents running at once; more wait for a free slot.
+    pub max_subagents: usize,
 }
 
 impl Default for AgentConfig {
@@ -62,6 +65,7 @@ impl Default for AgentConfig {
             context: ContextSettings::default(),
             max_output_tokens: 16_384,
             spill_dir: std::env::temp_dir().join("tool-results"),
+            max_subagents: crate::subagents::DEFAULT_MAX_RUNNING,
         }
     }
 }
@@ -109,7 +113,13 @@ impl AgentConfig {
             "ULTRAPLAN_MAX_OUTPUT_TOKENS",
             &mut config.max_output_tokens,
         );
-        ctx.clear_step_turns = ctx.clear_step_turns.max(1);
+        override_from(
+            &lookup,
+            "ULTRAPLAN_MAX_SUBAGENTS",
+            &mut config.max_subagents,
+        );
+        config.context.clear_step_turns = config.context.clear_step_turns.max(1);
+        config.max_subagents = config.max_subagents.max(1);
         config
     }
 }

@@ -10,6 +10,7 @@
 //! - [`context`]: spilling, clearing, snipping and compaction of the history;
 //! - [`prompts`]: system prompt, first message and variants;
 //! - [`plan_tools`]: TodoWrite, AskUserQuestion and ExitPlanMode;
+//! - [`subagents`]: the `Task` tool's agent types, tool layers, forks and notifications;
 //! - [`tools`]: the read-only tools (`Glob`, `Grep`, `Read`) inside a [`Workspace`].
 
 pub mod config;
@@ -19,6 +20,7 @@ pub mod lifecycle;
 pub mod plan_tools;
 pub mod prompts;
 pub mod runtime;
+pub mod subagents;
 pub mod tools;
 pub mod workspace;
 

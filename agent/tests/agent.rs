@@ -5,6 +5,9 @@ mod support;
 #[path = "cases/protocol.rs"]
 mod protocol;
 
+#[path = "cases/subagents.rs"]
+mod subagents;
+
 use std::collections::VecDeque;
 
 use serde_json::json;

@@ -60,13 +60,18 @@ pub fn estimate(prefix: &Prefix, messages: &[Message], ctx: &ContextSettings) ->
 
 /// The messages of an ordinary turn request.
 pub fn turn_messages(prefix: &Prefix, messages: &[Message], ctx: &ContextSettings) -> Vec<Message> {
+    finish(turn_view(prefix, messages, ctx))
+}
+
+/// The history an ordinary turn request shows, before cache breakpoints and role merging: old
+/// results cleared, and the middle snipped past the threshold.
+pub fn turn_view(prefix: &Prefix, messages: &[Message], ctx: &ContextSettings) -> Vec<Message> {
     let view = cleared(messages, ctx);
-    let view = if prefix.tokens() + estimate_tokens(&view) > ctx.snip_threshold_tokens {
+    if prefix.tokens() + estimate_tokens(&view) > ctx.snip_threshold_tokens {
         snip::snip_middle(&view, ctx.snip_keep_tokens)
     } else {
         view
-    };
-    finish(view)
+    }
 }
 
 /// The messages of a summary request: the history cut down to `snip_keep_tokens` so that it

@@ -135,6 +135,16 @@ pub fn user_event(message: &Message) -> EventBody {
     })
 }
 
+/// `event` marked as subagent traffic of the Task call `task_id` (`parent_tool_use_id`).
+pub fn for_task(mut event: EventBody, task_id: &str) -> EventBody {
+    match &mut event {
+        EventBody::Assistant(a) => a.parent_tool_use_id = Some(task_id.to_owned()),
+        EventBody::User(u) => u.parent_tool_use_id = Some(task_id.to_owned()),
+        _ => {}
+    }
+    event
+}
+
 /// What the model said, with how and by which model, for the event log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AssistantMeta {

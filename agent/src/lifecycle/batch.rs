@@ -1,54 +1,57 @@
 //! Answering the tool_use blocks of one assistant message.
 //!
 //! TodoWrite is answered here; the read-only tools are handed to the runtime (which runs them
-//! concurrently); ExitPlanMode and AskUserQuestion are answered by the user after the batch,
-//! one per message; unknown tools and invalid inputs get error results. All results the agent
-//! produced go out as one user message, in the order of the calls.
+//! concurrently); `Task` calls are answered by subagents (see `tasks`), which run alongside;
+//! ExitPlanMode and AskUserQuestion are answered by the user after the batch, one per message;
+//! unknown tools and invalid inputs get error results. All results the agent produced go out
+//! as one user message, in the order of the calls, once every tool and subagent is done.
 
 use ultraplan_protocol::ContentBlock;
 
 use super::{Agent, Batch, Effect, Phase, Wait};
 use crate::conversation::{ToolCall, user, user_event};
 use crate::plan_tools::{ask, exit_plan, todo};
+use crate::subagents::task_tool;
 use crate::tools::ToolOutput;
 
 impl Agent {
     /// Answers `calls` (a whole assistant message's, or the unanswered rest on resume).
     pub(super) fn start_batch(&mut self, calls: Vec<ToolCall>, out: &mut Vec<Effect>) {
-        self.next_batch += 1;
         let mut batch = Batch {
-            id: self.next_batch,
+            id: self.ids.batch(),
             results: vec![None; calls.len()],
             calls,
             running: Vec::new(),
             waiting: None,
             early: None,
+            tasks: Vec::new(),
+            fork_base: None,
         };
         for i in 0..batch.calls.len() {
-            self.dispatch(&mut batch, i);
+            self.dispatch(&mut batch, i, out);
         }
-        if batch.running.is_empty() {
+        self.launch_tasks(out);
+        if batch.running.is_empty() && batch.tasks.is_empty() {
             return self.finish_batch(batch, out);
         }
-        let calls = batch
-            .running
-            .iter()
-            .map(|&i| batch.calls[i].clone())
-            .collect();
-        out.push(Effect::RunTools {
-            batch: batch.id,
-            calls,
-        });
+        if !batch.running.is_empty() {
+            let calls = batch.running.iter().map(|&i| batch.calls[i].clone());
+            out.push(Effect::RunTools {
+                batch: batch.id,
+                calls: calls.collect(),
+            });
+        }
         self.phase = Phase::Tools(batch);
     }
 
     /// Decides how call `i` is answered.
-    fn dispatch(&mut self, batch: &mut Batch, i: usize) {
+    fn dispatch(&mut self, batch: &mut Batch, i: usize, out: &mut Vec<Effect>) {
         let call = &batch.calls[i];
         let name = call.name.as_str();
         let answer = match name {
             todo::NAME => Some(self.todos.apply(call.input.clone())),
             exit_plan::NAME | ask::NAME => wait_for_user(batch, i),
+            _ if task_tool::is_task(name) => self.dispatch_task(batch, i, out),
             _ if self.runnable.iter().any(|r| r == name) => {
                 batch.running.push(i);
                 None
@@ -58,7 +61,7 @@ impl Agent {
         batch.results[i] = answer;
     }
 
-    fn unknown_tool(&self, name: &str) -> ToolOutput {
+    pub(super) fn unknown_tool(&self, name: &str) -> ToolOutput {
         let known: Vec<&str> = self.prefix.tools.iter().map(|t| t.name.as_str()).collect();
         ToolOutput::error(format!(
             "Unknown tool `{name}`. Available tools: {}.",
@@ -96,11 +99,15 @@ impl Agent {
                 .unwrap_or_else(|| ToolOutput::error("The tool produced no result; try again."));
             batch.results[i] = Some(output);
         }
+        if !batch.tasks.is_empty() {
+            self.phase = Phase::Tools(batch);
+            return;
+        }
         self.finish_batch(batch, out);
     }
 
     /// Emits the results the agent produced, then waits for the user or starts the next turn.
-    fn finish_batch(&mut self, batch: Batch, out: &mut Vec<Effect>) {
+    pub(super) fn finish_batch(&mut self, batch: Batch, out: &mut Vec<Effect>) {
         let mut blocks: Vec<ContentBlock> = batch
             .calls
             .iter()

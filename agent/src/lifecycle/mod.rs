@@ -8,10 +8,15 @@
 //! - `turn`: model requests, replies, errors, compaction;
 //! - `batch`: the tool_use blocks of one assistant message;
 //! - `user`: user events (answers, plan decisions, steering);
-//! - `resume`: where to continue from when the conversation was rebuilt from a transcript.
+//! - `resume`: where to continue from when the conversation was rebuilt from a transcript;
+//! - `tasks`: `Task` calls of the main agent, answered by subagents (`child`) that run
+//!   concurrently, each with its own model requests and tool batches. Replies are routed by
+//!   request id and batch id to the agent that is waiting for them.
 
 mod batch;
+mod child;
 mod resume;
+mod tasks;
 mod turn;
 mod user;
 
@@ -22,7 +27,11 @@ mod tests;
 #[cfg(test)]
 mod tests_resume;
 #[cfg(test)]
+mod tests_tasks;
+#[cfg(test)]
 mod tests_user;
+
+use std::collections::BTreeMap;
 
 use ultraplan_protocol::EventBody;
 use ultraplan_protocol::events::ResultEvent;
@@ -33,6 +42,7 @@ use crate::config::AgentConfig;
 use crate::context::Prefix;
 use crate::conversation::{Rebuilt, ToolCall};
 use crate::plan_tools::todo::TodoState;
+use crate::subagents::Subagents;
 use crate::tools::ToolOutput;
 
 /// Everything the state machine starts from.
@@ -48,6 +58,8 @@ pub struct Setup {
     pub rebuilt: Rebuilt,
     /// Tools the runtime runs (the read-only ones); the others are answered here.
     pub runnable: Vec<String>,
+    /// The subagent types, when the prompt variant offers `Task`.
+    pub subagents: Option<Subagents>,
 }
 
 /// What happened.
@@ -83,6 +95,34 @@ pub enum Effect {
     RunTools { batch: u64, calls: Vec<ToolCall> },
     /// Send `done` with the total usage and exit with this code.
     Exit { code: u8 },
+}
+
+/// Who waits for a model request's reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Owner {
+    /// The main agent.
+    Main,
+    /// The subagent of this Task tool_use.
+    Task(String),
+}
+
+/// Request and batch ids, unique across the main agent and its subagents.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Ids {
+    request: u64,
+    batch: u64,
+}
+
+impl Ids {
+    fn request(&mut self) -> String {
+        self.request += 1;
+        format!("req_{}", self.request)
+    }
+
+    fn batch(&mut self) -> u64 {
+        self.batch += 1;
+        self.batch
+    }
 }
 
 /// Why a model request was made.
@@ -125,6 +165,10 @@ struct Batch {
     waiting: Option<Wait>,
     /// The user's answer to it, if it came while the batch ran.
     early: Option<Message>,
+    /// Slots a subagent answers, until its report arrives.
+    tasks: Vec<usize>,
+    /// The history fork children of this batch start from (built at the first fork).
+    fork_base: Option<Vec<Message>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -153,8 +197,13 @@ pub struct Agent {
     usage: Usage,
     /// Assistant turns in the whole session, resumed ones included.
     turns: u32,
-    next_request: u64,
-    next_batch: u64,
+    ids: Ids,
+    /// Outstanding model requests and who waits for each.
+    requests: BTreeMap<String, Owner>,
+    /// The subagents.
+    team: tasks::Team,
+    /// Milliseconds since the session started, as the runtime last said.
+    now_ms: u64,
     phase: Phase,
     /// A compaction was already spent on the current prompt-too-long streak.
     overflow_retry_used: bool,
@@ -184,8 +233,10 @@ impl Agent {
             queued: setup.rebuilt.deferred,
             usage: Usage::default(),
             turns: u32::try_from(turns).unwrap_or(u32::MAX),
-            next_request: 0,
-            next_batch: 0,
+            ids: Ids::default(),
+            requests: BTreeMap::new(),
+            team: tasks::Team::new(setup.subagents),
+            now_ms: 0,
             phase: Phase::Idle,
             overflow_retry_used: false,
             compacted_at: None,
@@ -194,16 +245,28 @@ impl Agent {
         }
     }
 
-    /// Handles one input.
+    /// Handles one input. Nothing is handled after the exit.
     pub fn handle(&mut self, input: Input) -> Vec<Effect> {
         let mut out = Vec::new();
+        if self.is_done() {
+            return out;
+        }
         match input {
             Input::Begin => self.begin(&mut out),
             Input::Model { request_id, result } => self.on_model(&request_id, result, &mut out),
+            Input::ToolsDone { batch, outputs } if self.team.owns_batch(batch) => {
+                self.on_task_tools(batch, outputs, &mut out);
+            }
             Input::ToolsDone { batch, outputs } => self.on_tools_done(batch, outputs, &mut out),
             Input::User(event) => self.on_user_event(event, &mut out),
         }
         out
+    }
+
+    /// Sets the clock: milliseconds since the session started (subagent durations are
+    /// measured on it). The runtime calls it before each input.
+    pub fn set_clock(&mut self, now_ms: u64) {
+        self.now_ms = self.now_ms.max(now_ms);
     }
 
     /// Tokens used by this process's model calls.

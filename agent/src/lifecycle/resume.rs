@@ -22,6 +22,9 @@ impl Agent {
             let text = "This agent runs plan mode only; execution mode is not available.";
             return self.finish(ERROR_DURING_EXECUTION, text, out);
         }
+        if self.messages.len() == 1 {
+            self.report_invalid_definitions(out);
+        }
         let pending = self.unanswered_calls();
         if !pending.is_empty() {
             tracing::info!(calls = pending.len(), "resuming with unanswered tool calls");

@@ -11,6 +11,9 @@ use ultraplan_protocol::{ContentBlock, EventBody};
 
 use super::*;
 use crate::conversation::{rebuild, user_text};
+use crate::subagents::definition::{InvalidDefinition, Source};
+use crate::subagents::{AgentDefinition, Catalog, task_tool};
+use crate::tools::{glob, grep, read};
 
 pub(crate) fn settings(max_turns: u32) -> StartSettings {
     StartSettings {
@@ -28,10 +31,11 @@ pub(crate) fn agent_from(transcript: &[EventBody], config: AgentConfig, max_turn
     Agent::new(Setup {
         settings: settings(max_turns),
         config,
-        prefix: crate::prompts::prefix(vec![]),
+        prefix: crate::prompts::prefix(vec![], vec![]),
         first_message: user_text(rebuilt.prompt.clone().unwrap_or_default()),
         rebuilt,
         runnable: vec!["Glob".into(), "Grep".into(), "Read".into()],
+        subagents: None,
     })
 }
 
@@ -142,4 +146,52 @@ pub(crate) fn result_text(effects: &[Effect]) -> Option<String> {
 
 pub(crate) fn last_message(request: &ModelRequest) -> &Message {
     request.messages.last().expect("a message")
+}
+
+pub(crate) fn auditor(max_turns: u32) -> AgentDefinition {
+    AgentDefinition {
+        name: "auditor".into(),
+        description: "Security review.".into(),
+        system_prompt: "You audit code.".into(),
+        tools: Some(vec!["Grep".into(), "Read".into()]),
+        disallowed_tools: vec![],
+        model: None,
+        max_turns,
+        source: Source::File(".claude/agents/auditor.md".into()),
+    }
+}
+
+/// An agent offering `Task`, with `custom` agent types and one skipped definition file.
+pub(crate) fn team_agent(max_subagents: usize, custom: Vec<AgentDefinition>) -> Agent {
+    team_agent_from(&[EventBody::user_text("plan it")], max_subagents, custom)
+}
+
+pub(crate) fn team_agent_from(
+    transcript: &[EventBody],
+    max_subagents: usize,
+    custom: Vec<AgentDefinition>,
+) -> Agent {
+    let config = AgentConfig {
+        max_subagents,
+        ..AgentConfig::default()
+    };
+    let catalog = Catalog::new(custom);
+    let base = vec![glob::definition(), grep::definition(), read::definition()];
+    let mut settings = settings(50);
+    settings.prompt_variant = PromptVariant::ThreeSubagentsWithCritique;
+    Agent::new(Setup {
+        settings,
+        config,
+        prefix: crate::prompts::prefix(base, vec![task_tool::definition(&catalog)]),
+        first_message: user_text("plan it"),
+        rebuilt: rebuild(transcript),
+        runnable: vec!["Glob".into(), "Grep".into(), "Read".into()],
+        subagents: Some(Subagents {
+            catalog,
+            invalid: vec![InvalidDefinition {
+                path: ".claude/agents/bad.md".into(),
+                reason: "`name` is missing".into(),
+            }],
+        }),
+    })
 }

@@ -208,3 +208,37 @@ fn resumed_turns_count_toward_the_limit() {
     let effects = agent.handle(Input::Begin);
     assert_eq!(labels(&effects), ["result:error_max_turns", "exit:0"]);
 }
+
+#[test]
+fn unanswered_task_calls_run_their_subagents_again_without_rereporting_files() {
+    use super::test_harness::{emitted, team_agent_from};
+    use crate::conversation::for_task;
+
+    let fork = json!({"description": "d", "prompt": "Look again."});
+    let explore = json!({"description": "d", "prompt": "Q", "subagent_type": "explore"});
+    let transcript = [
+        prompt(),
+        EventBody::assistant(vec![tool("t1", "Task", explore), tool("t2", "Task", fork)]),
+        for_task(EventBody::user_text("Q"), "t1"),
+        for_task(EventBody::assistant(vec![ContentBlock::text("half")]), "t1"),
+    ];
+    let mut agent = team_agent_from(&transcript, 4, vec![]);
+    let effects = agent.handle(Input::Begin);
+    let subtypes: Vec<String> = emitted(&effects)
+        .into_iter()
+        .filter_map(|e| match e {
+            EventBody::System(s) => Some(s.subtype),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        subtypes,
+        ["task_queued", "task_queued", "task_started", "task_started"],
+        "no agent_definition_invalid on resume"
+    );
+    let sent = requests(&effects);
+    assert_eq!(sent.len(), 2);
+    assert_eq!(text_of(last_message(&sent[0].1)), "Q");
+    let fork_results = tool_results(last_message(&sent[1].1));
+    assert_eq!(fork_results.len(), 2, "placeholders for both Task calls");
+}

@@ -7,7 +7,7 @@ use ultraplan_protocol::model::{
     Message, ModelError, ModelErrorKind, ModelRequest, ModelResponse, StopReason,
 };
 
-use super::{Agent, CompactTrigger, Effect, Phase, Purpose, Wait};
+use super::{Agent, CompactTrigger, Effect, Owner, Phase, Purpose, Wait};
 use crate::context;
 use crate::conversation::{
     AssistantMeta, assistant, assistant_event, text_of, tool_calls, user_event, user_text,
@@ -57,8 +57,8 @@ impl Agent {
     }
 
     fn send(&mut self, purpose: Purpose, request: ModelRequest, out: &mut Vec<Effect>) {
-        self.next_request += 1;
-        let request_id = format!("req_{}", self.next_request);
+        let request_id = self.ids.request();
+        self.requests.insert(request_id.clone(), Owner::Main);
         self.phase = Phase::Model {
             request_id: request_id.clone(),
             purpose,
@@ -69,13 +69,20 @@ impl Agent {
         });
     }
 
-    /// Routes a model reply to what asked for it; stale replies are ignored.
+    /// Routes a model reply to the agent that asked for it; stale replies are ignored.
     pub(super) fn on_model(
         &mut self,
         request_id: &str,
         result: Result<ModelResponse, ModelError>,
         out: &mut Vec<Effect>,
     ) {
+        match self.requests.remove(request_id) {
+            Some(Owner::Main) => {}
+            Some(Owner::Task(task_id)) => return self.on_task_model(&task_id, result, out),
+            None => {
+                return tracing::warn!(request_id, "ignoring a reply to no outstanding request");
+            }
+        }
         let purpose = match &self.phase {
             Phase::Model {
                 request_id: expected,

@@ -19,8 +19,7 @@ use crate::conversation::user;
 pub struct VariantSpec {
     /// Extra instructions after the common ones.
     pub extra: Option<&'static str>,
-    /// Whether the variant works with subagents (the `Task` tool). The subagent machinery
-    /// plugs in here: until it lands, such variants run as `simple_plan` plus their note.
+    /// Whether the variant offers subagents (the `Task` tool, see [`crate::subagents`]).
     pub subagents: bool,
 }
 
@@ -36,18 +35,19 @@ pub fn variant_spec(variant: PromptVariant) -> VariantSpec {
             subagents: false,
         },
         PromptVariant::ThreeSubagentsWithCritique => VariantSpec {
-            extra: Some(text::CRITIQUE),
+            extra: Some(text::THREE_SUBAGENTS_WITH_CRITIQUE),
             subagents: true,
         },
     }
 }
 
-/// The request prefix: system prompt and the tools (`base_tools` first, then the plan tools),
-/// with cache breakpoints on the last block of each.
-pub fn prefix(base_tools: Vec<ToolDefinition>) -> Prefix {
+/// The request prefix: system prompt and the tools (`base_tools` first, then the plan tools,
+/// then `extra_tools` such as `Task`), with cache breakpoints on the last block of each.
+pub fn prefix(base_tools: Vec<ToolDefinition>, extra_tools: Vec<ToolDefinition>) -> Prefix {
     let mut system = vec![SystemBlock::text(text::SYSTEM)];
     let mut tools = base_tools;
     tools.extend(crate::plan_tools::definitions());
+    tools.extend(extra_tools);
     if let Some(last) = system.last_mut() {
         last.cache_control = Some(CacheControl::ephemeral());
     }
@@ -128,7 +128,7 @@ mod tests {
 
     #[test]
     fn prefix_offers_all_tools_with_cache_marks() {
-        let p = prefix(vec![]);
+        let p = prefix(vec![], vec![]);
         let names: Vec<&str> = p.tools.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["TodoWrite", "AskUserQuestion", "ExitPlanMode"]);
         assert!(p.tools[2].cache_control.is_some() && p.tools[0].cache_control.is_none());

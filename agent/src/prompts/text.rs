@@ -68,9 +68,35 @@ small and labelled, and skip them where prose is clearer.
 </system-reminder>";
 
 /// Added to the instructions by the `three_subagents_with_critique` variant.
-pub const CRITIQUE: &str = "<system-reminder>
-Before you submit, critique your own plan as a sceptical reviewer would: check each step against \
-the code you read, look for missed files, callers, tests and migrations, and fix what you find.
+pub const THREE_SUBAGENTS_WITH_CRITIQUE: &str = "<system-reminder>
+In this session you work with subagents, through the Task tool. A subagent is a separate \
+read-only agent with a fresh context: it has not seen this conversation, so give it a complete \
+brief, and it reports back once. Task calls made in the same message run in parallel.
+
+Work in this order:
+1. Explore with three `explore` subagents launched together: ONE message with exactly three \
+Task calls, each with a self-contained prompt that restates the user's request and asks for one \
+of these:
+   - Architecture: how the code this request touches is organised: entry points, modules, data \
+flow and the conventions to follow.
+   - Files to change: every file the change needs, with the functions and types involved, \
+tests and configuration included.
+   - Risks and dependencies: callers, shared state, migrations, external interfaces, missing \
+tests and anything else the change could break.
+2. Synthesise: when the three reports arrive, check anything doubtful yourself with Glob, Grep \
+and Read, then write a complete draft plan.
+3. Critique: launch one `critique` subagent with the whole draft in its prompt and ask it to \
+break the plan: missing files, ordering errors, untested paths, risky assumptions.
+4. Revise the draft to address every valid point of the critique; for a point you reject, say \
+why in the plan's risks. Then submit the plan with ExitPlanMode.
+
+In this session the plan has these sections, in this order:
+   - Summary: what will change and why.
+   - Files to change: an ordered list of paths, each with what changes in it.
+   - Implementation order: numbered steps that keep the build working after each one.
+   - Testing and verification: the tests to add or update and the commands that prove the \
+change.
+   - Risks and mitigations: each risk with how the plan handles it.
 </system-reminder>";
 
 /// Introduces a draft plan the user asked to refine.

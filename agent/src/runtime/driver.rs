@@ -149,7 +149,7 @@ enum Next {
 
 impl Session {
     async fn run(&mut self, mut rx: UnboundedReceiver<Incoming>) -> (Outcome, Option<Usage>) {
-        let mut effects = self.agent.handle(Input::Begin);
+        let mut effects = self.handle(Input::Begin);
         loop {
             if let Some(code) = self.apply(effects) {
                 let outcome = Outcome { code, reason: None };
@@ -160,11 +160,18 @@ impl Session {
                 return (Outcome::failed(1, "input channel closed"), None);
             };
             match self.next(incoming) {
-                Next::Feed(input) => effects = self.agent.handle(input),
+                Next::Feed(input) => effects = self.handle(input),
                 Next::Skip => {}
                 Next::End(outcome, done) => return (outcome, done.then(|| self.agent.usage())),
             }
         }
+    }
+
+    /// Feeds the state machine, telling it the time first.
+    fn handle(&mut self, input: Input) -> Vec<Effect> {
+        let ms = self.started.elapsed().as_millis();
+        self.agent.set_clock(u64::try_from(ms).unwrap_or(u64::MAX));
+        self.agent.handle(input)
     }
 
     /// Carries out effects; returns the exit code when one of them is the exit.

@@ -86,6 +86,11 @@ fn first_requests_match_snapshots() {
         ("first_request_simple_plan", PromptVariant::SimplePlan, None),
         ("first_request_visual_plan", PromptVariant::VisualPlan, None),
         (
+            "first_request_three_subagents_with_critique",
+            PromptVariant::ThreeSubagentsWithCritique,
+            None,
+        ),
+        (
             "first_request_draft_plan",
             PromptVariant::SimplePlan,
             Some("1. Trim the name.\n2. Reject empty names."),

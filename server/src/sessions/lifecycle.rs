@@ -186,13 +186,15 @@ impl Lifecycle {
             } => self.on_exit(clean, reason, stderr_tail),
             Input::TimedOut { timeout_seconds } => {
                 self.stage = Stage::Ended;
+                // Archived before the result is visible, so a poller woken by the result
+                // already sees the final status.
                 vec![
                     Effect::Kill,
+                    Effect::Archive,
                     Effect::Append(error_result(
                         "error_timeout",
                         format!("The session ran past its {timeout_seconds}-second limit."),
                     )),
-                    Effect::Archive,
                 ]
             }
             Input::Archived => {
@@ -202,19 +204,18 @@ impl Lifecycle {
         }
     }
 
+    /// Status effects come before the event is recorded, so a poller woken by the append
+    /// already reads the new status.
     fn on_agent_event(&mut self, body: EventBody) -> Vec<Effect> {
         let mut effects = Vec::new();
-        let ends_turn = matches!(&body, EventBody::Result(r) if !r.is_terminal());
-        let terminal = matches!(&body, EventBody::Result(r) if r.is_terminal());
-        let waits_on = waiting_tool(&body);
-        effects.push(Effect::Record(body));
-        if let Some(w) = waits_on {
+        let ends_turn = matches!(&body, EventBody::Result(_));
+        if let Some(w) = waiting_tool(&body) {
             self.stage = Stage::Waiting {
                 tool_use_id: w.tool_use_id,
                 question: w.question,
             };
             effects.push(Effect::SetStatus(SessionStatus::RequiresAction));
-        } else if terminal || ends_turn {
+        } else if ends_turn {
             if !matches!(self.stage, Stage::Waiting { .. }) {
                 self.stage = Stage::Idle;
                 effects.push(Effect::SetStatus(SessionStatus::Idle));
@@ -223,6 +224,7 @@ impl Lifecycle {
             self.stage = Stage::Working;
             effects.push(Effect::SetStatus(SessionStatus::Running));
         }
+        effects.push(Effect::Record(body));
         effects
     }
 
@@ -260,8 +262,8 @@ impl Lifecycle {
             message.push_str(stderr_tail.trim_end());
         }
         vec![
-            Effect::Append(error_result("error_during_execution", message)),
             Effect::SetStatus(SessionStatus::Idle),
+            Effect::Append(error_result("error_during_execution", message)),
         ]
     }
 }

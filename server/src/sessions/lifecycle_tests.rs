@@ -125,7 +125,11 @@ fn statuses_follow_the_agent() {
 fn agent_events_are_recorded_and_deliveries_forwarded() {
     let mut lifecycle = Lifecycle::default();
     let effects = lifecycle.on(Input::AgentEvent(text()));
-    assert_eq!(effects[0], Effect::Record(text()));
+    assert_eq!(
+        effects,
+        vec![Effect::SetStatus(Running), Effect::Record(text())],
+        "the status changes before the event is visible"
+    );
     let message = EventBody::user_text("hi");
     let effects = lifecycle.on(Input::Deliver(message.clone()));
     assert_eq!(effects[0], Effect::Forward(message));
@@ -140,7 +144,8 @@ fn crashes_append_an_error_result_with_the_stderr_tail() {
         reason: "exit status 101".into(),
         stderr_tail: "thread main panicked".into(),
     });
-    let Effect::Append(EventBody::Result(r)) = &effects[0] else {
+    assert_eq!(effects[0], Effect::SetStatus(Idle));
+    let Effect::Append(EventBody::Result(r)) = &effects[1] else {
         panic!("{effects:?}");
     };
     assert_eq!(r.subtype, "error_during_execution");
@@ -176,10 +181,10 @@ fn clean_exit_and_timeout_and_archive() {
         timeout_seconds: 60,
     });
     assert_eq!(effects[0], Effect::Kill);
+    assert_eq!(effects[1], Effect::Archive);
     assert!(
-        matches!(&effects[1], Effect::Append(EventBody::Result(r)) if r.subtype == "error_timeout")
+        matches!(&effects[2], Effect::Append(EventBody::Result(r)) if r.subtype == "error_timeout")
     );
-    assert_eq!(effects[2], Effect::Archive);
     let mut archived = Lifecycle::default();
     assert_eq!(archived.on(Input::Archived), vec![Effect::Kill]);
     assert!(

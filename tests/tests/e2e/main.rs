@@ -6,3 +6,4 @@ mod flows;
 mod gateway_anthropic;
 mod gateway_openai;
 mod lifecycle;
+mod multi_agent;
