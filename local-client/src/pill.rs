@@ -51,6 +51,12 @@ pub fn status_line(state: &SessionState, now: OffsetDateTime) -> String {
     if let Some(usage) = state.usage.filter(|u| u.total() > 0) {
         parts.push(format_tokens(usage.total()));
     }
+    if let Some(agents) = state.agents.filter(|a| a.total > 0) {
+        parts.push(ultraplan_protocol::activity::summary(
+            agents,
+            state.tool_calls,
+        ));
+    }
     parts.join(" · ")
 }
 
@@ -109,6 +115,16 @@ mod tests {
         assert_eq!(
             status_line(&s, now),
             "◆ ultraplan ready · 2m 14s · 12.3k tokens"
+        );
+        s.agents = Some(ultraplan_protocol::activity::AgentCounts {
+            total: 4,
+            done: 4,
+            ..Default::default()
+        });
+        s.tool_calls = 17;
+        assert_eq!(
+            status_line(&s, now),
+            "◆ ultraplan ready · 2m 14s · 12.3k tokens · 4 agents · 17 tool calls"
         );
         s.outcome = Some(Outcome::Failed);
         s.failure = Some(FailureReason::TimeoutNoPlan);

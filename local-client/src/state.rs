@@ -48,6 +48,11 @@ pub struct SessionState {
     pub plan: Option<String>,
     #[serde(default)]
     pub usage: Option<Usage>,
+    /// Subagents by state, when the session uses any.
+    #[serde(default)]
+    pub agents: Option<ultraplan_protocol::activity::AgentCounts>,
+    #[serde(default)]
+    pub tool_calls: u64,
     /// RFC 3339.
     pub started_at: String,
     /// RFC 3339.
@@ -86,6 +91,8 @@ impl SessionState {
             failure_message: None,
             plan: None,
             usage: None,
+            agents: None,
+            tool_calls: 0,
             started_at: now.clone(),
             updated_at: now,
             pid: None,

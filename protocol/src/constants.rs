@@ -56,3 +56,12 @@ pub const FRAME_PROTOCOL_VERSION: u32 = 1;
 
 /// Largest frame (one JSON line, newline excluded) either side accepts.
 pub const MAX_FRAME_BYTES: usize = 8 * 1024 * 1024;
+
+/// `system` event subtype: a subagent waits for a free slot.
+pub const TASK_QUEUED: &str = "task_queued";
+/// `system` event subtype: a subagent started.
+pub const TASK_STARTED: &str = "task_started";
+/// `system` event subtype: a subagent finished (`data.status`: completed, failed, killed).
+pub const TASK_FINISHED: &str = "task_finished";
+/// `system` event subtype: a custom agent definition was invalid and skipped.
+pub const AGENT_DEFINITION_INVALID: &str = "agent_definition_invalid";

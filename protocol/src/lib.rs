@@ -9,6 +9,7 @@
 //! - [`scanner`]: the [`ExitPlanModeScanner`] and phase derivation;
 //! - [`constants`]: markers, sentinels, glyphs and limits.
 
+pub mod activity;
 pub mod api;
 pub mod constants;
 pub mod events;

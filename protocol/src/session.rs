@@ -189,4 +189,10 @@ pub struct SessionResource {
     /// client does not treat it as terminal.
     #[serde(default)]
     pub stalled: bool,
+    /// Subagents by state.
+    #[serde(default)]
+    pub agents: crate::activity::AgentCounts,
+    /// Tool calls of the main agent and its subagents.
+    #[serde(default)]
+    pub tool_calls: u64,
 }

@@ -8,7 +8,7 @@ use ultraplan_protocol::events::SystemEvent;
 use super::builtin;
 
 /// The `system` event subtype reporting a definition file that was skipped.
-pub const INVALID_SUBTYPE: &str = "agent_definition_invalid";
+pub const INVALID_SUBTYPE: &str = ultraplan_protocol::constants::AGENT_DEFINITION_INVALID;
 
 /// Where a definition comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]

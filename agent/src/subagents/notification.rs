@@ -9,9 +9,9 @@ use ultraplan_protocol::events::SystemEvent;
 use crate::tools::ToolOutput;
 
 /// `system` event subtypes of the subagent lifecycle.
-pub const QUEUED_SUBTYPE: &str = "task_queued";
-pub const STARTED_SUBTYPE: &str = "task_started";
-pub const FINISHED_SUBTYPE: &str = "task_finished";
+pub const QUEUED_SUBTYPE: &str = ultraplan_protocol::constants::TASK_QUEUED;
+pub const STARTED_SUBTYPE: &str = ultraplan_protocol::constants::TASK_STARTED;
+pub const FINISHED_SUBTYPE: &str = ultraplan_protocol::constants::TASK_FINISHED;
 
 /// How a subagent ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -131,6 +131,7 @@ impl Watcher<'_> {
             events,
             status: session.session_status,
             usage: Some(session.usage),
+            activity: Some((session.agents, session.tool_calls)),
         })
     }
 
@@ -188,6 +189,10 @@ pub fn apply_view(state: &mut SessionState, view: &View) {
     }
     if view.usage.is_some() {
         state.usage = view.usage;
+    }
+    if let Some((agents, tool_calls)) = view.activity {
+        state.agents = Some(agents);
+        state.tool_calls = tool_calls;
     }
     state.touch();
 }

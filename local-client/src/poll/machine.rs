@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use ultraplan_protocol::activity::AgentCounts;
 use ultraplan_protocol::constants::{
     DEFAULT_TIMEOUT_SECONDS, MAX_TRANSIENT_POLL_FAILURES, POLL_INTERVAL_SECS,
 };
@@ -42,6 +43,8 @@ pub struct Tick {
     pub events: Vec<Event>,
     pub status: SessionStatus,
     pub usage: Option<Usage>,
+    /// Subagents and tool calls, as the session resource counts them.
+    pub activity: Option<(AgentCounts, u64)>,
 }
 
 /// One input of the machine.
@@ -81,6 +84,7 @@ pub struct View {
     pub failure_detail: Option<String>,
     pub plan: Option<String>,
     pub usage: Option<Usage>,
+    pub activity: Option<(AgentCounts, u64)>,
     pub transient_failures: u32,
 }
 
@@ -148,6 +152,9 @@ impl Machine {
         self.view.status = Some(tick.status);
         if tick.usage.is_some() {
             self.view.usage = tick.usage;
+        }
+        if tick.activity.is_some() {
+            self.view.activity = tick.activity;
         }
         let scanned = self.scanner.ingest(&tick.events);
         self.view.rejection_count = self.scanner.rejection_count();

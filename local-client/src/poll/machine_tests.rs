@@ -35,6 +35,7 @@ fn decision(id: i64, tool_use_id: &str, decision: &Decision) -> Event {
 
 fn tick(events: Vec<Event>, status: SessionStatus) -> Input {
     Input::Polled(Tick {
+        activity: None,
         events,
         status,
         usage: None,

@@ -106,6 +106,8 @@ pub struct UsageView {
     pub total: String,
     pub elapsed: String,
     pub model: String,
+    /// "N agents · M tool calls".
+    pub activity: String,
 }
 
 fn status(plan: &PlanRow) -> (&'static str, &'static str) {
@@ -214,6 +216,10 @@ fn usage(row: &SessionRow, digest: &Digest, now_ms: i64) -> UsageView {
         total: short(u.total()),
         elapsed: duration(end - row.created_at),
         model: model.unwrap_or_else(|| "default".to_owned()),
+        activity: ultraplan_protocol::activity::summary(
+            row.activity.counts(),
+            row.activity.tool_calls,
+        ),
     }
 }
 

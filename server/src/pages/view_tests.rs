@@ -37,6 +37,7 @@ pub(crate) fn row(status: SessionStatus) -> SessionRow {
         archived_at: None,
         has_pending_plan: status == SessionStatus::RequiresAction,
         agent_state: AgentState::Running,
+        activity: ultraplan_protocol::activity::Activity::default(),
     }
 }
 

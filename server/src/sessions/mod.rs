@@ -18,6 +18,14 @@ use crate::telemetry::names;
 
 /// The API resource of a stored session.
 pub fn resource(state: &AppState, row: &SessionRow) -> SessionResource {
+    let live = state
+        .orchestrator
+        .as_ref()
+        .is_some_and(|o| o.is_live(&row.id));
+    let mut activity = row.activity.clone();
+    if !live {
+        activity.stop_unfinished();
+    }
     SessionResource {
         kind: SessionKind::Session,
         id: row.id.clone(),
@@ -40,6 +48,8 @@ pub fn resource(state: &AppState, row: &SessionRow) -> SessionResource {
             .orchestrator
             .as_ref()
             .is_some_and(|o| o.stalled(&row.id)),
+        agents: activity.counts(),
+        tool_calls: activity.tool_calls,
     }
 }
 

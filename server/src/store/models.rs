@@ -75,6 +75,8 @@ pub struct SessionRow {
     /// Whether an ExitPlanMode call awaits its decision.
     pub has_pending_plan: bool,
     pub agent_state: AgentState,
+    /// Subagents and tool calls folded from the log.
+    pub activity: ultraplan_protocol::activity::Activity,
 }
 
 /// One ExitPlanMode call of the main agent.

@@ -6,7 +6,7 @@
 macro_rules! session_cols {
     () => {
         "id, user_id, title, bundle_id, status, context, usage, last_event_id, plan_revisions, \
-         created_at, updated_at, last_activity_at, archived_at, agent_state, \
+         created_at, updated_at, last_activity_at, archived_at, agent_state, activity, \
          (SELECT COUNT(*) FROM plans p WHERE p.session_id = sessions.id \
           AND p.status = 'pending') AS pending_plans"
     };
@@ -68,6 +68,7 @@ macro_rules! impl_store {
                 last_activity_at: row.try_get("last_activity_at")?,
                 archived_at: row.try_get("archived_at")?,
                 has_pending_plan: row.try_get::<i64, _>("pending_plans")? > 0,
+                activity: serde_json::from_str(&row.try_get::<String, _>("activity")?)?,
                 agent_state: {
                     let state: String = row.try_get("agent_state")?;
                     AgentState::parse(&state)
@@ -194,6 +195,7 @@ macro_rules! impl_store {
             .await?
             .ok_or(StoreError::NotFound("session"))?;
             let last: i64 = row.try_get("last_event_id")?;
+            fold_activity(tx, session_id, events).await?;
             let mut stored = Vec::with_capacity(events.len());
             for (offset, body) in (0_i64..).zip(events) {
                 let id = last - count + 1 + offset;
@@ -224,6 +226,28 @@ macro_rules! impl_store {
                 });
             }
             Ok(stored)
+        }
+
+        /// Fold the events into the session's stored activity (subagents, tool calls).
+        async fn fold_activity(tx: &mut Tx, session_id: &str, events: &[EventBody]) -> StoreResult<()> {
+            use ultraplan_protocol::activity::Activity;
+            if !events.iter().any(Activity::touches) {
+                return Ok(());
+            }
+            let row = sqlx::query("SELECT activity FROM sessions WHERE id = $1")
+                .bind(session_id)
+                .fetch_one(&mut **tx)
+                .await?;
+            let mut activity: Activity = serde_json::from_str(&row.try_get::<String, _>("activity")?)?;
+            for body in events {
+                activity.apply(body);
+            }
+            sqlx::query("UPDATE sessions SET activity = $2 WHERE id = $1")
+                .bind(session_id)
+                .bind(serde_json::to_string(&activity)?)
+                .execute(&mut **tx)
+                .await?;
+            Ok(())
         }
 
         async fn plan_in(tx: &mut Tx, session_id: &str, tool_use_id: &str) -> StoreResult<Option<PlanRow>> {

@@ -436,11 +436,15 @@ impl Fixture {
         std::fs::write(&file, WORKSPACE_CONTENT).expect("workspace file");
         chmod(&file, 0o644);
 
-        let target_tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        std::fs::create_dir_all(target_tmp).expect("target tmp dir");
+        // Outside /tmp (the sandboxes get a private /tmp), wherever the checkout lives.
+        let host_root = ["/var/tmp", env!("CARGO_TARGET_TMPDIR")]
+            .into_iter()
+            .map(Path::new)
+            .find(|p| !p.starts_with("/tmp") && std::fs::create_dir_all(p).is_ok())
+            .expect("a writable directory outside /tmp (/var/tmp)");
         let host_dir = tempfile::Builder::new()
-            .prefix("sandbox-host-")
-            .tempdir_in(target_tmp)
+            .prefix("ultraplan-sandbox-host-")
+            .tempdir_in(host_root)
             .expect("host dir");
         chmod(host_dir.path(), 0o755);
         let host_file = host_dir.path().join("host-secret.txt");

@@ -471,14 +471,20 @@ async fn agent_state_drives_recovery(store: Arc<dyn Store>) {
         store.set_agent_state(&s.id, state).await.expect("set");
     }
     store.archive_session(&archived.id).await.expect("archive");
-    let ids: Vec<String> = store
+    let mut ids: Vec<String> = store
         .sessions_to_recover()
         .await
         .expect("recover")
         .into_iter()
         .map(|r| r.id)
         .collect();
-    assert_eq!(ids, vec![running.id.clone(), queued.id.clone()]);
+    ids.sort();
+    let mut want = vec![running.id.clone(), queued.id.clone()];
+    want.sort();
+    assert_eq!(
+        ids, want,
+        "queued and running sessions, not finished or archived ones"
+    );
     let row = store
         .session(&queued.id)
         .await

@@ -146,6 +146,16 @@ async fn plan_of(server: &ServerProcess) -> (String, Vec<Event>) {
     assert!(matches!(scan, ScanResult::Pending), "{scan:?}");
     let session = server.session(&id).await.expect("session");
     assert_eq!(session["phase"], "plan_ready");
+    let agents = &session["agents"];
+    assert!(
+        agents["total"].as_u64().unwrap_or(0) >= 2,
+        "subagents are counted: {session}"
+    );
+    assert_eq!(
+        agents["done"], agents["total"],
+        "all finished before the plan: {session}"
+    );
+    assert!(session["tool_calls"].as_u64().unwrap_or(0) > 0, "{session}");
     (plan, seen)
 }
 
