@@ -88,6 +88,17 @@ impl ServerProcess {
         Ok(server)
     }
 
+    /// A server whose model is `anthropic:claude-test-1` served by a fake at `base_url`.
+    pub async fn with_fake_anthropic(runner: &str, base_url: &str) -> anyhow::Result<Self> {
+        Self::start(&[
+            ("ULTRAPLAN_RUNNER", runner),
+            ("ULTRAPLAN_MODEL", "anthropic:claude-test-1"),
+            ("ANTHROPIC_API_KEY", crate::fake_models::FAKE_ANTHROPIC_KEY),
+            ("ANTHROPIC_BASE_URL", base_url),
+        ])
+        .await
+    }
+
     /// Run an admin subcommand against the same data dir; returns stdout.
     pub async fn admin(&self, args: &[&str]) -> anyhow::Result<String> {
         let output = Command::new(workspace_bin("ultraplan-server")?)
@@ -225,6 +236,12 @@ impl ServerProcess {
             .context("no session id")
     }
 
+    /// Upload [`demo_repo`] and create a session over it; returns the session id.
+    pub async fn demo_session(&self, prompt: &str) -> anyhow::Result<String> {
+        let bundle = self.upload(&demo_repo()).await?;
+        self.create_session(&bundle, prompt).await
+    }
+
     /// Events after `after_id`, long-polling up to `wait` seconds.
     pub async fn events(&self, id: &str, after_id: i64, wait: u64) -> anyhow::Result<EventsPage> {
         let (status, page) = self
@@ -278,6 +295,15 @@ impl ServerProcess {
         let path = format!("/v1/sessions/{id}/plans/{tool_use_id}/decision");
         Ok(self.post(&path, &decision).await?.0)
     }
+}
+
+/// The first main-agent ExitPlanMode call of an event: `(tool_use_id, plan)`.
+pub fn plan_call(event: &Event) -> Option<(String, String)> {
+    event
+        .body
+        .exit_plan_mode_calls()
+        .first()
+        .map(|(id, plan)| ((*id).to_owned(), plan.unwrap_or_default().to_owned()))
 }
 
 /// A gzip'd tar of the files and its sha256.

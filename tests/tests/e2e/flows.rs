@@ -11,7 +11,7 @@ use ultraplan_protocol::{ExitPlanModeScanner, ScanResult};
 use ultraplan_tests::fake_models::{
     FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, FakeAnthropic, FakeOpenAi, RecordedRequest, Reply, Script,
 };
-use ultraplan_tests::harness::{ServerProcess, containers_of, demo_repo, processes_mentioning};
+use ultraplan_tests::harness::{ServerProcess, containers_of, plan_call, processes_mentioning};
 
 const FEEDBACK: &str = "Also add a regression test for empty passwords.";
 
@@ -39,14 +39,6 @@ fn planning_script() -> Script {
             _ => Reply::exit_plan_mode("# Plan v1\n1. Reject empty passwords in src/auth.rs"),
         }
     })
-}
-
-fn plan_call(event: &Event) -> Option<(String, String)> {
-    event
-        .body
-        .exit_plan_mode_calls()
-        .first()
-        .map(|(id, plan)| ((*id).to_owned(), plan.unwrap_or_default().to_owned()))
 }
 
 fn assistant_text(event: &Event) -> Option<String> {
@@ -80,11 +72,10 @@ async fn agents_gone(server: &ServerProcess) {
 /// Plan → reject with feedback → revised plan → teleport; returns the session id and every
 /// event.
 async fn reject_then_teleport(server: &ServerProcess) -> (String, Vec<Event>) {
-    let bundle = server.upload(&demo_repo()).await.expect("upload");
     let id = server
-        .create_session(&bundle, "fix the login bug")
+        .demo_session("fix the login bug")
         .await
-        .expect("create");
+        .expect("session");
     let mut seen = Vec::new();
     let first = server
         .wait_for(&id, &mut seen, |e| plan_call(e).is_some())
@@ -155,15 +146,9 @@ fn assert_explored(events: &[Event]) {
 #[tokio::test]
 async fn anthropic_plan_reject_revise_teleport_in_bwrap() {
     let fake = FakeAnthropic::start(planning_script()).await;
-    let base = fake.base_url();
-    let server = ServerProcess::start(&[
-        ("ULTRAPLAN_RUNNER", "bwrap"),
-        ("ULTRAPLAN_MODEL", "anthropic:claude-test-1"),
-        ("ANTHROPIC_API_KEY", FAKE_ANTHROPIC_KEY),
-        ("ANTHROPIC_BASE_URL", &base),
-    ])
-    .await
-    .expect("server");
+    let server = ServerProcess::with_fake_anthropic("bwrap", &fake.base_url())
+        .await
+        .expect("server");
     let (_, events) = reject_then_teleport(&server).await;
     assert_explored(&events);
     let requests = fake.requests();
@@ -203,15 +188,9 @@ async fn openai_compatible_plan_reject_revise_teleport_in_bwrap() {
 #[tokio::test]
 async fn anthropic_plan_reject_revise_teleport_in_docker() {
     let fake = FakeAnthropic::start(planning_script()).await;
-    let base = fake.base_url();
-    let server = ServerProcess::start(&[
-        ("ULTRAPLAN_RUNNER", "docker"),
-        ("ULTRAPLAN_MODEL", "anthropic:claude-test-1"),
-        ("ANTHROPIC_API_KEY", FAKE_ANTHROPIC_KEY),
-        ("ANTHROPIC_BASE_URL", &base),
-    ])
-    .await
-    .expect("server");
+    let server = ServerProcess::with_fake_anthropic("docker", &fake.base_url())
+        .await
+        .expect("server");
     let (id, events) = reject_then_teleport(&server).await;
     assert_explored(&events);
     assert_eq!(fake.requests().len(), 5, "no model call after the teleport");

@@ -5,14 +5,12 @@ use std::time::Duration;
 
 use serde_json::json;
 use ultraplan_protocol::events::{Event, EventBody};
-use ultraplan_tests::harness::{ServerProcess, containers_of, demo_repo, processes_mentioning};
+use ultraplan_tests::harness::{
+    ServerProcess, containers_of, demo_repo, plan_call, processes_mentioning,
+};
 
 fn plan_id(event: &Event) -> Option<String> {
-    event
-        .body
-        .exit_plan_mode_calls()
-        .first()
-        .map(|(id, _)| (*id).to_owned())
+    plan_call(event).map(|(id, _)| id)
 }
 
 fn is_result(event: &Event) -> bool {
@@ -47,11 +45,10 @@ async fn eventually(what: &str, mut done: impl FnMut() -> bool, limit: Duration)
 #[tokio::test]
 async fn docker_runner_plans_rejects_and_approves_and_removes_its_containers() {
     let server = offline("docker", &[]).await;
-    let bundle = server.upload(&demo_repo()).await.expect("upload");
     let id = server
-        .create_session(&bundle, "fix the login bug")
+        .demo_session("fix the login bug")
         .await
-        .expect("create");
+        .expect("session");
     let mut seen = Vec::new();
     let first = server
         .wait_for(&id, &mut seen, |e| plan_id(e).is_some())
@@ -103,11 +100,10 @@ async fn docker_runner_plans_rejects_and_approves_and_removes_its_containers() {
 #[tokio::test]
 async fn a_killed_server_resumes_its_sessions_from_the_log() {
     let mut server = offline("bwrap", &[]).await;
-    let bundle = server.upload(&demo_repo()).await.expect("upload");
     let id = server
-        .create_session(&bundle, "fix the login bug")
+        .demo_session("fix the login bug")
         .await
-        .expect("create");
+        .expect("session");
     let mut seen = Vec::new();
     let first = server
         .wait_for(&id, &mut seen, |e| plan_id(e).is_some())
@@ -187,11 +183,10 @@ async fn timeouts_end_and_archive_the_session() {
         .admin(&["flags", "set", "timeout_seconds", "2", "--user", "tester"])
         .await
         .expect("flag");
-    let bundle = server.upload(&demo_repo()).await.expect("upload");
     let id = server
-        .create_session(&bundle, "fix the login bug")
+        .demo_session("fix the login bug")
         .await
-        .expect("create");
+        .expect("session");
     let mut seen = Vec::new();
     let ended = server
         .wait_for(&id, &mut seen, is_result)
@@ -212,11 +207,10 @@ async fn timeouts_end_and_archive_the_session() {
 #[tokio::test]
 async fn archive_kills_a_waiting_agent_within_two_seconds() {
     let server = offline("bwrap", &[]).await;
-    let bundle = server.upload(&demo_repo()).await.expect("upload");
     let id = server
-        .create_session(&bundle, "fix the login bug")
+        .demo_session("fix the login bug")
         .await
-        .expect("create");
+        .expect("session");
     let mut seen = Vec::new();
     server
         .wait_for(&id, &mut seen, |e| plan_id(e).is_some())
@@ -299,11 +293,10 @@ async fn fifty_sessions_under_a_cap_of_eight_all_complete() {
 #[tokio::test]
 async fn a_spent_token_budget_stops_the_session_cleanly() {
     let server = offline("bwrap", &[("ULTRAPLAN_SESSION_TOKEN_BUDGET", "1")]).await;
-    let bundle = server.upload(&demo_repo()).await.expect("upload");
     let id = server
-        .create_session(&bundle, "fix the login bug")
+        .demo_session("fix the login bug")
         .await
-        .expect("create");
+        .expect("session");
     let mut seen = Vec::new();
     let ended = server
         .wait_for(&id, &mut seen, is_result)

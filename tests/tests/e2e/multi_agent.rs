@@ -8,10 +8,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use ultraplan_protocol::events::{ContentBlock, Event, EventBody};
 use ultraplan_protocol::{ExitPlanModeScanner, ScanResult};
-use ultraplan_tests::fake_models::{
-    FAKE_ANTHROPIC_KEY, FakeAnthropic, RecordedRequest, Reply, Script,
-};
-use ultraplan_tests::harness::{ServerProcess, demo_repo};
+use ultraplan_tests::fake_models::{FakeAnthropic, RecordedRequest, Reply, Script};
+use ultraplan_tests::harness::ServerProcess;
 
 const EXPLORER: &str = "You are an exploration subagent";
 const CRITIC: &str = "You are an adversarial reviewer";
@@ -104,15 +102,9 @@ fn main_turn(results: &[ultraplan_tests::fake_models::ToolResultView]) -> Reply 
 }
 
 async fn start(fake: &FakeAnthropic) -> ServerProcess {
-    let base = fake.base_url();
-    let server = ServerProcess::start(&[
-        ("ULTRAPLAN_RUNNER", "bwrap"),
-        ("ULTRAPLAN_MODEL", "anthropic:claude-test-1"),
-        ("ANTHROPIC_API_KEY", FAKE_ANTHROPIC_KEY),
-        ("ANTHROPIC_BASE_URL", &base),
-    ])
-    .await
-    .expect("server");
+    let server = ServerProcess::with_fake_anthropic("bwrap", &fake.base_url())
+        .await
+        .expect("server");
     let flag = [
         "flags",
         "set",
@@ -125,11 +117,10 @@ async fn start(fake: &FakeAnthropic) -> ServerProcess {
 
 /// Creates a session and waits for its plan; returns the plan and every event.
 async fn plan_of(server: &ServerProcess) -> (String, Vec<Event>) {
-    let bundle = server.upload(&demo_repo()).await.expect("upload");
     let id = server
-        .create_session(&bundle, "fix the login bug")
+        .demo_session("fix the login bug")
         .await
-        .expect("create");
+        .expect("session");
     let mut seen = Vec::new();
     let event = server
         .wait_for(&id, &mut seen, |e| {
