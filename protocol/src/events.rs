@@ -343,6 +343,9 @@ pub struct ResultEvent {
     pub duration_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// On the result that ends remote execution: the files it changed and their stats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<crate::patch::PatchSummary>,
 }
 
 impl ResultEvent {

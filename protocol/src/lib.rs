@@ -5,6 +5,7 @@
 //! - [`session`]: the session resource, statuses and phases;
 //! - [`api`]: HTTP request and response bodies;
 //! - [`model`]: provider-neutral model requests in Anthropic Messages shape;
+//! - [`patch`]: what remote execution changed;
 //! - [`frames`]: newline-delimited JSON frames between the agent and the server;
 //! - [`scanner`]: the [`ExitPlanModeScanner`] and phase derivation;
 //! - [`constants`]: markers, sentinels, glyphs and limits.
@@ -15,6 +16,7 @@ pub mod constants;
 pub mod events;
 pub mod frames;
 pub mod model;
+pub mod patch;
 pub mod plan_text;
 pub mod scanner;
 pub mod session;

@@ -104,6 +104,7 @@ fn result(subtype: &str) -> EventBody {
         num_turns: Some(3),
         duration_ms: None,
         usage: None,
+        patch: None,
     })
 }
 

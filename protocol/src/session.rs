@@ -195,4 +195,7 @@ pub struct SessionResource {
     /// Tool calls of the main agent and its subagents.
     #[serde(default)]
     pub tool_calls: u64,
+    /// Remote execution of the approved plan, once one started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<crate::patch::Execution>,
 }

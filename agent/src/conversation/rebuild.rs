@@ -148,6 +148,7 @@ mod tests {
             num_turns: None,
             duration_ms: None,
             usage: None,
+            patch: None,
         })
     }
 

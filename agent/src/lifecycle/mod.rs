@@ -303,6 +303,7 @@ impl Agent {
             num_turns: Some(self.turns),
             duration_ms: None,
             usage: Some(self.usage),
+            patch: None,
         })
     }
 

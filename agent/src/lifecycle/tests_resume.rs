@@ -41,6 +41,7 @@ fn success() -> EventBody {
         num_turns: None,
         duration_ms: None,
         usage: None,
+        patch: None,
     })
 }
 

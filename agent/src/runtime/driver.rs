@@ -128,6 +128,7 @@ fn setup_failure(text: &str) -> EventBody {
         num_turns: Some(0),
         duration_ms: None,
         usage: Some(Usage::default()),
+        patch: None,
     })
 }
 

@@ -135,6 +135,7 @@ fn terminated_and_marker_missing_archive() {
             num_turns: None,
             duration_ms: None,
             usage: None,
+            patch: None,
         }),
     );
     assert_eq!(

@@ -53,6 +53,7 @@ pub fn terminated(subtype: &str) -> EventBody {
         num_turns: None,
         duration_ms: None,
         usage: None,
+        patch: None,
     })
 }
 

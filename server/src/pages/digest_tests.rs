@@ -166,6 +166,7 @@ fn answers_decisions_and_results_update_the_state() {
         num_turns: Some(3),
         duration_ms: Some(1500),
         usage: None,
+        patch: None,
     });
     digest.ingest(&stamp(11, failed));
     assert_eq!(digest.last_result.as_deref(), Some("error_timeout"));

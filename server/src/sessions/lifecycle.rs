@@ -97,6 +97,7 @@ pub fn error_result(subtype: &str, message: String) -> EventBody {
         num_turns: None,
         duration_ms: None,
         usage: None,
+        patch: None,
     })
 }
 
