@@ -19,6 +19,8 @@ pub enum ApiError {
     #[error("{0} not found")]
     NotFound(&'static str),
     #[error("{message}")]
+    Missing { code: &'static str, message: String },
+    #[error("{message}")]
     BadRequest { code: &'static str, message: String },
     #[error("{message}")]
     Conflict { code: &'static str, message: String },
@@ -41,6 +43,14 @@ impl ApiError {
         }
     }
 
+    /// A 404 with a stable code other than `not_found`.
+    pub fn missing(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError::Missing {
+            code,
+            message: message.into(),
+        }
+    }
+
     /// A 409 with a stable code.
     pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
         ApiError::Conflict {
@@ -54,6 +64,7 @@ impl ApiError {
             ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::Missing { code, .. } => (StatusCode::NOT_FOUND, code),
             ApiError::BadRequest { code, .. } => (StatusCode::BAD_REQUEST, code),
             ApiError::Conflict { code, .. } => (StatusCode::CONFLICT, code),
             ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),

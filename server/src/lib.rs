@@ -8,6 +8,7 @@ pub mod auth;
 pub mod bundles;
 pub mod config;
 pub mod error;
+pub mod execution;
 pub mod flags;
 pub mod gateway;
 pub mod hub;
@@ -73,6 +74,10 @@ pub async fn start(
             let mut settings = orchestrator::OrchestratorSettings::new(config.agent_binary.clone());
             settings.max_running = config.max_running_sessions;
             settings.token_budget = config.session_token_budget;
+            settings.execute = execution::git_available().await;
+            if !settings.execute {
+                tracing::warn!("git is not installed: approved plans cannot be executed remotely");
+            }
             let orchestrator =
                 orchestrator::Orchestrator::new(state.clone(), runner, models, settings);
             let state = state.with_orchestrator(orchestrator.clone());

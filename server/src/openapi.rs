@@ -21,6 +21,7 @@ use crate::api;
         api::sessions::archive,
         api::sessions::plans,
         api::sessions::decide,
+        api::patch::get,
         api::events::list,
         api::events::post,
         crate::pages::login::mint,

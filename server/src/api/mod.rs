@@ -4,6 +4,7 @@ pub mod bundles;
 pub mod events;
 mod extract;
 pub mod meta;
+pub mod patch;
 pub mod sessions;
 
 use axum::Router;
@@ -31,6 +32,7 @@ pub fn routes(max_json_body: usize) -> Router<AppState> {
         )
         .route("/v1/sessions/{id}/archive", post(sessions::archive))
         .route("/v1/sessions/{id}/plans", get(sessions::plans))
+        .route("/v1/sessions/{id}/patch", get(patch::get))
         .route(
             "/v1/sessions/{id}/plans/{tool_use_id}/decision",
             post(sessions::decide),

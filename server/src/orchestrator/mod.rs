@@ -193,6 +193,17 @@ pub async fn fail_orphans(state: &AppState, reason: &str) -> StoreResult<usize> 
             format!("The session cannot resume: {reason}."),
         );
         crate::sessions::append(state, row, &[result]).await?;
+        let executing = row
+            .execution
+            .as_ref()
+            .is_some_and(|e| e.state == ultraplan_protocol::patch::ExecutionState::Executing);
+        if executing {
+            let ending =
+                crate::execution::Ending::CutShort(format!("the server has no runner: {reason}"));
+            if let Err(error) = crate::execution::finish(state, row, ending).await {
+                tracing::error!(session_id = %row.id, %error, "execution ended without a patch");
+            }
+        }
         state
             .store
             .set_status(&row.id, ultraplan_protocol::SessionStatus::Idle)

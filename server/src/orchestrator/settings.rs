@@ -22,6 +22,8 @@ pub struct OrchestratorSettings {
     /// How long a stopping agent gets before it is killed.
     pub stop_grace: Duration,
     pub agent_log_filter: String,
+    /// Approved plans are executed remotely (needs `git` for the patch).
+    pub execute: bool,
 }
 
 impl OrchestratorSettings {
@@ -37,6 +39,7 @@ impl OrchestratorSettings {
             max_model_calls: 8,
             stop_grace: Duration::from_millis(500),
             agent_log_filter: "info".to_owned(),
+            execute: true,
         }
     }
 }

@@ -14,6 +14,7 @@ use ultraplan_protocol::session::PromptVariant;
 use super::pump::{read_frames, tail_stderr, write_frames};
 use super::{Command, Inner, Launch};
 use crate::bundles::bundle_dir;
+use crate::execution::Ending;
 use crate::runner::{AgentControl, AgentExit, AgentProcess, SandboxRequest};
 use crate::sessions::lifecycle::{Effect, Input, Lifecycle, error_result, unanswered_tool};
 use crate::store::{AgentState, ModelCall, SessionRow, StoreResult, now_ms};
@@ -31,6 +32,22 @@ struct SessionTask {
     saw_done: bool,
     last_seen_ms: Arc<AtomicI64>,
     calls: Arc<Semaphore>,
+    /// What the current agent does.
+    mode: AgentMode,
+    /// The plan was approved: the planning agent stops and execution starts.
+    handoff: bool,
+    /// Why the current agent was stopped from outside, if it was.
+    cut_short: Option<String>,
+    /// The execution's patch is stored.
+    patched: bool,
+}
+
+/// How one agent's run ended.
+enum RunEnd {
+    /// Its session goes on with an executing agent.
+    Execute,
+    /// No agent follows.
+    Over,
 }
 
 /// Run a session to the end of its agent.
@@ -42,16 +59,21 @@ pub async fn run(
     last_seen_ms: Arc<AtomicI64>,
 ) {
     let calls = Arc::new(Semaphore::new(inner.settings.max_model_calls.max(1)));
+    let executes = inner.settings.execute;
     let mut task = SessionTask {
         usage: session.usage,
         inner,
         session,
-        lifecycle: Lifecycle::default(),
+        lifecycle: Lifecycle::new(executes),
         to_agent: None,
         process: None,
         saw_done: false,
         last_seen_ms,
         calls,
+        mode: AgentMode::Plan,
+        handoff: false,
+        cut_short: None,
+        patched: false,
     };
     if let Err(error) = task.run(launch, &mut commands).await {
         tracing::error!(session_id = %task.session.id, %error, "session task failed");
@@ -60,6 +82,10 @@ pub async fn run(
             format!("The server could not run the agent: {error}."),
         );
         task.apply(Input::AgentEvent(result)).await;
+        if task.mode == AgentMode::Execute {
+            task.kill();
+            task.finish_execution().await;
+        }
     }
     task.kill();
     task.set_agent_state(AgentState::Finished).await;
@@ -75,7 +101,44 @@ impl SessionTask {
             return Ok(());
         };
         self.set_agent_state(AgentState::Running).await;
-        let transcript = self.transcript().await.map_err(|e| e.to_string())?;
+        loop {
+            let transcript = self.transcript().await.map_err(|e| e.to_string())?;
+            let execution = self.execution().await.map_err(|e| e.to_string())?;
+            self.mode = crate::execution::mode_for(
+                &transcript,
+                execution.as_ref(),
+                self.inner.settings.execute,
+            );
+            let timeout_seconds = launch.timeout_seconds;
+            let deadline = match self.mode {
+                AgentMode::Plan => self.deadline(timeout_seconds),
+                AgentMode::Execute => {
+                    self.begin_execution().await?;
+                    tokio::time::Instant::now() + Duration::from_secs(timeout_seconds)
+                }
+            };
+            match self
+                .run_agent(transcript, deadline, timeout_seconds, commands)
+                .await?
+            {
+                RunEnd::Execute => self.reset_for_next_agent(),
+                RunEnd::Over => break,
+            }
+        }
+        if self.mode == AgentMode::Execute {
+            self.finish_execution().await;
+        }
+        Ok(())
+    }
+
+    /// One agent from start to exit.
+    async fn run_agent(
+        &mut self,
+        transcript: Vec<EventBody>,
+        deadline: tokio::time::Instant,
+        timeout_seconds: u64,
+        commands: &mut mpsc::UnboundedReceiver<Command>,
+    ) -> Result<RunEnd, String> {
         let waiting_on = unanswered_tool(&transcript);
         let (stdin, stdout, stderr, control) = self
             .start_agent()
@@ -95,7 +158,6 @@ impl SessionTask {
         });
         self.to_agent = Some(to_agent);
         let (model_tx, mut model_rx) = mpsc::unbounded_channel::<ModelReply>();
-        let deadline = self.deadline(launch.timeout_seconds);
         let mut ready_with = Some(waiting_on);
         let exit_reason = loop {
             tokio::select! {
@@ -112,6 +174,7 @@ impl SessionTask {
                 command = commands.recv() => match command {
                     Some(Command::Deliver(event)) => self.apply(Input::Deliver(event)).await,
                     Some(Command::Stop) | None => {
+                        self.cut_short = Some("the session was archived".to_owned());
                         self.apply(Input::Archived).await;
                         break None;
                     }
@@ -123,13 +186,108 @@ impl SessionTask {
                     self.send(frame);
                 }
                 () = tokio::time::sleep_until(deadline) => {
-                    self.apply(Input::TimedOut { timeout_seconds: launch.timeout_seconds }).await;
+                    self.on_timeout(timeout_seconds).await;
                     break None;
                 }
             }
+            if self.handoff {
+                break None;
+            }
         };
+        if self.handoff {
+            self.send(ServerFrame::Stop {
+                reason: "the plan was approved; execution starts".to_owned(),
+            });
+            self.wait_for_exit().await;
+            return Ok(RunEnd::Execute);
+        }
         self.finish(exit_reason, &stderr_tail).await;
-        Ok(())
+        Ok(RunEnd::Over)
+    }
+
+    /// Past the deadline. An execution's patch is taken before the session is archived, so
+    /// the work done so far is kept and reported first.
+    async fn on_timeout(&mut self, timeout_seconds: u64) {
+        if self.mode == AgentMode::Execute {
+            self.cut_short = Some(format!("the {timeout_seconds}-second limit"));
+            self.wait_for_exit().await;
+            self.process = None;
+            self.finish_execution().await;
+        }
+        self.apply(Input::TimedOut { timeout_seconds }).await;
+    }
+
+    fn reset_for_next_agent(&mut self) {
+        self.handoff = false;
+        self.saw_done = false;
+        self.process = None;
+        self.to_agent = None;
+    }
+
+    async fn execution(&self) -> StoreResult<Option<ultraplan_protocol::patch::Execution>> {
+        let row = self.inner.state.store.session(&self.session.id).await?;
+        Ok(row.and_then(|r| r.execution))
+    }
+
+    /// Prepare the writable copy (once; a resumed execution keeps its edits) and mark the
+    /// execution started.
+    async fn begin_execution(&mut self) -> Result<(), String> {
+        let state = &self.inner.state;
+        let workspace = crate::execution::workspace_of(state, &self.session.id);
+        if !workspace.is_prepared().await {
+            let bundle = self.bundle_path()?;
+            let owner = self.inner.runner.workspace_owner();
+            workspace
+                .prepare(&bundle, owner)
+                .await
+                .map_err(|e| e.to_string())?;
+            self.append_note(
+                "execution_started",
+                "The plan was approved: the agent implements it in a writable copy of the \
+                 repository."
+                    .to_owned(),
+            )
+            .await;
+        }
+        let executing = ultraplan_protocol::patch::Execution {
+            state: ultraplan_protocol::patch::ExecutionState::Executing,
+            patch: None,
+        };
+        state
+            .store
+            .set_execution(&self.session.id, &executing)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// Store and report the execution's patch, once.
+    async fn finish_execution(&mut self) {
+        if self.patched {
+            return;
+        }
+        self.patched = true;
+        let ending = match self.cut_short.clone() {
+            Some(why) => Ending::CutShort(why),
+            None if self.saw_done => Ending::Finished,
+            None => Ending::CutShort("the agent stopped unexpectedly".to_owned()),
+        };
+        if let Err(error) = crate::execution::finish(&self.inner.state, &self.session, ending).await
+        {
+            tracing::error!(session_id = %self.session.id, %error, "execution ended without a patch");
+        }
+    }
+
+    fn bundle_path(&self) -> Result<std::path::PathBuf, String> {
+        let bundle = self
+            .session
+            .bundle_id
+            .as_deref()
+            .ok_or("the session has no bundle")?;
+        let path = bundle_dir(&self.inner.state.config.bundles_dir(), bundle);
+        if !path.is_dir() {
+            return Err(format!("bundle {bundle} is missing from the bundle store"));
+        }
+        Ok(path)
     }
 
     async fn wait_for_slot(
@@ -163,15 +321,13 @@ impl SessionTask {
     }
 
     async fn start_agent(&mut self) -> Result<AgentProcess, String> {
-        let bundle = self
-            .session
-            .bundle_id
-            .as_deref()
-            .ok_or("the session has no bundle")?;
-        let workspace = bundle_dir(&self.inner.state.config.bundles_dir(), bundle);
-        if !workspace.is_dir() {
-            return Err(format!("bundle {bundle} is missing from the bundle store"));
-        }
+        let (workspace, writable) = match self.mode {
+            AgentMode::Plan => (self.bundle_path()?, false),
+            AgentMode::Execute => {
+                let ws = crate::execution::workspace_of(&self.inner.state, &self.session.id);
+                (ws.tree, true)
+            }
+        };
         self.inner
             .state
             .hub
@@ -179,7 +335,7 @@ impl SessionTask {
         let request = SandboxRequest {
             session_id: self.session.id.clone(),
             workspace,
-            writable: false,
+            writable,
             agent_binary: self.inner.settings.agent_binary.clone(),
             limits: self.inner.settings.limits.clone(),
             log_filter: self.inner.settings.agent_log_filter.clone(),
@@ -201,7 +357,7 @@ impl SessionTask {
         let context = &self.session.context;
         StartSettings {
             session_id: self.session.id.clone(),
-            mode: AgentMode::Plan,
+            mode: self.mode,
             prompt_variant: context
                 .prompt_variant
                 .as_deref()
@@ -403,6 +559,7 @@ impl SessionTask {
             }
             Effect::Forward(event) => self.send(ServerFrame::UserEvent { event }),
             Effect::Kill => self.kill(),
+            Effect::Execute => self.handoff = true,
             Effect::Archive => {
                 state.store.archive_session(&self.session.id).await?;
                 state.hub.forget(&self.session.id);

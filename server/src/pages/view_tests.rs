@@ -38,6 +38,7 @@ pub(crate) fn row(status: SessionStatus) -> SessionRow {
         has_pending_plan: status == SessionStatus::RequiresAction,
         agent_state: AgentState::Running,
         activity: ultraplan_protocol::activity::Activity::default(),
+        execution: None,
     }
 }
 

@@ -21,7 +21,9 @@ use tokio::task::JoinHandle;
 
 use super::RunnerError;
 use super::launch::{AgentExit, AgentProcess};
-use super::spec::{AGENT_MOUNT, SANDBOX_UID, SandboxRequest, WORKSPACE_MOUNT};
+use super::spec::{
+    AGENT_MOUNT, SANDBOX_UID, SandboxRequest, TOOLCHAIN_DIRS, TOOLCHAIN_ETC, WORKSPACE_MOUNT,
+};
 
 /// Label on every container the server starts.
 pub const MANAGED_LABEL: &str = "dev.ultraplan.managed";
@@ -52,8 +54,33 @@ impl std::fmt::Debug for DockerRunner {
 
 /// The container the request describes (pure; unit-tested).
 pub fn container_spec(req: &SandboxRequest, image: &str, instance: &str) -> ContainerCreateBody {
+    container_spec_with(req, image, instance, &[], super::server_uid())
+}
+
+/// [`container_spec`] with the host toolchain paths that exist (bound read-only when the
+/// workspace is writable) and the server's uid (an execution container of a non-root server
+/// runs as that uid so it can write the workspace the server owns).
+pub fn container_spec_with(
+    req: &SandboxRequest,
+    image: &str,
+    instance: &str,
+    toolchain: &[String],
+    server_uid: u32,
+) -> ContainerCreateBody {
     let mode = if req.writable { "rw" } else { "ro" };
     let limits = &req.limits;
+    let mut binds = vec![format!(
+        "{}:{WORKSPACE_MOUNT}:{mode}",
+        req.workspace.display()
+    )];
+    if req.writable {
+        binds.extend(toolchain.iter().map(|p| format!("{p}:{p}:ro")));
+    }
+    let uid = if req.writable && server_uid != 0 {
+        server_uid
+    } else {
+        SANDBOX_UID
+    };
     let host_config = HostConfig {
         network_mode: Some("none".to_owned()),
         readonly_rootfs: Some(true),
@@ -62,10 +89,7 @@ pub fn container_spec(req: &SandboxRequest, image: &str, instance: &str) -> Cont
         memory: i64::try_from(limits.memory_bytes).ok(),
         nano_cpus: Some(1_000_000_000),
         pids_limit: i64::try_from(limits.processes).ok(),
-        binds: Some(vec![format!(
-            "{}:{WORKSPACE_MOUNT}:{mode}",
-            req.workspace.display()
-        )]),
+        binds: Some(binds),
         tmpfs: Some(HashMap::from([(
             "/tmp".to_owned(),
             "rw,nosuid,nodev,size=268435456,mode=1777".to_owned(),
@@ -75,7 +99,7 @@ pub fn container_spec(req: &SandboxRequest, image: &str, instance: &str) -> Cont
     ContainerCreateBody {
         image: Some(image.to_owned()),
         cmd: Some(vec![AGENT_MOUNT.to_owned()]),
-        user: Some(format!("{SANDBOX_UID}:{SANDBOX_UID}")),
+        user: Some(format!("{uid}:{uid}")),
         working_dir: Some(WORKSPACE_MOUNT.to_owned()),
         env: Some(vec![
             format!("ULTRAPLAN_WORKSPACE={WORKSPACE_MOUNT}"),
@@ -97,6 +121,16 @@ pub fn container_spec(req: &SandboxRequest, image: &str, instance: &str) -> Cont
         host_config: Some(host_config),
         ..ContainerCreateBody::default()
     }
+}
+
+/// The toolchain paths present on this host.
+fn existing_toolchain() -> Vec<String> {
+    TOOLCHAIN_DIRS
+        .iter()
+        .chain(TOOLCHAIN_ETC.iter())
+        .filter(|p| Path::new(p).exists())
+        .map(|p| (*p).to_owned())
+        .collect()
 }
 
 /// The Dockerfile of the agent image.
@@ -219,7 +253,13 @@ impl DockerRunner {
         self.docker
             .create_container(
                 Some(options),
-                container_spec(req, &self.image, &self.instance),
+                container_spec_with(
+                    req,
+                    &self.image,
+                    &self.instance,
+                    &existing_toolchain(),
+                    super::server_uid(),
+                ),
             )
             .await
             .map_err(|e| unavailable("creating the container", e))?;
@@ -386,19 +426,25 @@ mod tests {
             labels.get(INSTANCE_LABEL).map(String::as_str),
             Some("inst1")
         );
-        let writable = container_spec(
-            &SandboxRequest {
-                writable: true,
-                ..req
-            },
-            "i",
-            "inst1",
-        );
-        let binds = writable
-            .host_config
-            .and_then(|h| h.binds)
-            .unwrap_or_default();
-        assert_eq!(binds, vec!["/data/bundles/abc:/workspace:rw".to_owned()]);
+        let writable = SandboxRequest {
+            writable: true,
+            ..req
+        };
+        let toolchain = vec!["/usr".to_owned(), "/etc/passwd".to_owned()];
+        // (server uid, container user)
+        for (server_uid, user) in [(0, "65534:65534"), (1000, "1000:1000")] {
+            let spec = container_spec_with(&writable, "i", "inst1", &toolchain, server_uid);
+            assert_eq!(spec.user.as_deref(), Some(user));
+            let binds = spec.host_config.and_then(|h| h.binds).unwrap_or_default();
+            assert_eq!(
+                binds,
+                vec![
+                    "/data/bundles/abc:/workspace:rw".to_owned(),
+                    "/usr:/usr:ro".to_owned(),
+                    "/etc/passwd:/etc/passwd:ro".to_owned(),
+                ]
+            );
+        }
     }
 
     #[test]

@@ -44,6 +44,16 @@ impl Runner {
         }
     }
 
+    /// Who must own an execution workspace so the sandboxed agent can write it: Docker
+    /// containers of a root server run as the unprivileged sandbox user, so the tree is
+    /// handed to it. bwrap maps the sandbox user onto the server's own.
+    pub fn workspace_owner(&self) -> Option<u32> {
+        match self {
+            Runner::Docker(_) if server_uid() == 0 => Some(spec::SANDBOX_UID),
+            _ => None,
+        }
+    }
+
     /// Start an agent.
     pub async fn launch(&self, req: &SandboxRequest) -> Result<AgentProcess, RunnerError> {
         match self {
@@ -127,6 +137,12 @@ async fn probe_bwrap(agent_binary: &Path) -> Result<(), String> {
     } else {
         Err(String::from_utf8_lossy(&output.stderr).trim().to_owned())
     }
+}
+
+/// The server's effective uid (the owner of `/proc/self`).
+pub fn server_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").map_or(u32::MAX, |m| m.uid())
 }
 
 /// Where the agent binary is: `ULTRAPLAN_AGENT_BIN`, else beside the server's executable.

@@ -9,6 +9,20 @@ pub const AGENT_MOUNT: &str = "/ultraplan-agent";
 /// The unprivileged uid/gid the agent runs as.
 pub const SANDBOX_UID: u32 = 65534;
 
+/// Host directories bound read-only into execution sandboxes, so `Bash` finds a shell and the
+/// usual tools. Plan mode gets none of them.
+pub const TOOLCHAIN_DIRS: [&str; 6] = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"];
+/// The few `/etc` entries programs need; the rest of `/etc` stays out of the sandbox.
+pub const TOOLCHAIN_ETC: [&str; 7] = [
+    "/etc/alternatives",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/passwd",
+    "/etc/group",
+];
+
 /// Resource limits applied to the agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxLimits {
@@ -119,6 +133,16 @@ pub fn bwrap_spec(req: &SandboxRequest) -> CommandSpec {
             "/proc",
             "--dev",
             "/dev",
+        ]
+        .map(str::to_owned),
+    );
+    if req.writable {
+        for path in TOOLCHAIN_DIRS.iter().chain(TOOLCHAIN_ETC.iter()) {
+            args.extend(["--ro-bind-try", path, path].map(str::to_owned));
+        }
+    }
+    args.extend(
+        [
             "--setenv",
             "HOME",
             "/tmp",
@@ -210,6 +234,14 @@ mod tests {
         let spec = bwrap_spec(&request(true));
         assert_eq!(after(&spec.args, "--bind"), vec!["/data/bundles/abc"]);
         assert_eq!(after(&spec.args, "--ro-bind"), vec!["/opt/ultraplan-agent"]);
+        let toolchain = after(&spec.args, "--ro-bind-try");
+        assert!(toolchain.contains(&"/usr") && toolchain.contains(&"/etc/passwd"));
+        assert!(
+            !toolchain
+                .iter()
+                .any(|p| *p == "/etc" || p.starts_with("/home"))
+        );
+        assert!(after(&bwrap_spec(&request(false)).args, "--ro-bind-try").is_empty());
     }
 
     #[test]

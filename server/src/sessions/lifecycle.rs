@@ -4,6 +4,7 @@
 
 use ultraplan_protocol::constants::{ASK_USER_QUESTION_TOOL, EXIT_PLAN_MODE_TOOL};
 use ultraplan_protocol::events::{ContentBlock, EventBody, ResultEvent};
+use ultraplan_protocol::plan_text::extract_approved_plan;
 use ultraplan_protocol::session::SessionStatus;
 
 /// Where the agent is.
@@ -72,18 +73,33 @@ pub enum Effect {
     Kill,
     /// Mark the session archived.
     Archive,
+    /// The plan was approved: stop the planning agent and start execution.
+    Execute,
 }
 
 /// The lifecycle of one session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lifecycle {
     pub stage: Stage,
+    /// An approved plan is executed here (else the planning agent is told and ends).
+    pub executes: bool,
 }
 
 impl Default for Lifecycle {
     fn default() -> Self {
         Lifecycle {
             stage: Stage::Starting,
+            executes: false,
+        }
+    }
+}
+
+impl Lifecycle {
+    /// A lifecycle that hands approved plans to execution when `executes`.
+    pub fn new(executes: bool) -> Self {
+        Lifecycle {
+            executes,
+            ..Lifecycle::default()
         }
     }
 }
@@ -135,6 +151,20 @@ fn waiting_tool(body: &EventBody) -> Option<Waiting> {
             })
         }
         _ => None,
+    })
+}
+
+/// Whether `body` approves the plan the stage waits on.
+fn approves_plan(stage: &Stage, body: &EventBody) -> bool {
+    let Stage::Waiting {
+        tool_use_id,
+        question: false,
+    } = stage
+    else {
+        return false;
+    };
+    body.tool_results().iter().any(|(id, text, is_error)| {
+        id == tool_use_id && !is_error && extract_approved_plan(text).is_some()
     })
 }
 
@@ -244,6 +274,11 @@ impl Lifecycle {
             Stage::Idle => true,
             _ => false,
         };
+        if resumes && self.executes && approves_plan(&self.stage, &body) {
+            // The planning agent is done; the one that executes starts from the log.
+            self.stage = Stage::Starting;
+            return vec![Effect::SetStatus(SessionStatus::Running), Effect::Execute];
+        }
         let mut effects = vec![Effect::Forward(body)];
         if resumes {
             self.stage = Stage::Working;

@@ -240,3 +240,63 @@ fn resumed_agents_keep_waiting_on_an_open_plan() {
     assert_eq!(effects, vec![Effect::SetStatus(RequiresAction)]);
     assert_eq!(lifecycle.stage, plan_wait("p1"));
 }
+
+#[test]
+fn approval_hands_over_to_execution_when_the_server_executes() {
+    use ultraplan_protocol::api::Decision;
+    use ultraplan_protocol::plan_text::decision_tool_result;
+    let answer = |decision: &Decision| {
+        let (text, is_error) = decision_tool_result(decision, "1. do it");
+        EventBody::tool_result("toolu_p", text, is_error)
+    };
+    let approve = answer(&Decision::Approve { plan: None });
+    let edited = answer(&Decision::Approve {
+        plan: Some("1. edited".into()),
+    });
+    let reject = answer(&Decision::Reject {
+        feedback: "more tests".into(),
+    });
+    let teleport = answer(&Decision::Teleport {});
+    // (executes, decision, effects wanted)
+    let cases = [
+        (
+            true,
+            approve.clone(),
+            vec![Effect::SetStatus(Running), Effect::Execute],
+        ),
+        (
+            true,
+            edited,
+            vec![Effect::SetStatus(Running), Effect::Execute],
+        ),
+        (
+            false,
+            approve.clone(),
+            vec![Effect::Forward(approve), Effect::SetStatus(Running)],
+        ),
+        (
+            true,
+            reject.clone(),
+            vec![Effect::Forward(reject), Effect::SetStatus(Running)],
+        ),
+        (
+            true,
+            teleport.clone(),
+            vec![Effect::Forward(teleport), Effect::SetStatus(Running)],
+        ),
+    ];
+    for (executes, decision, want) in cases {
+        let mut lifecycle = Lifecycle::new(executes);
+        lifecycle.on(Input::AgentReady { waiting_on: None });
+        lifecycle.on(Input::AgentEvent(plan_call("toolu_p")));
+        assert_eq!(lifecycle.stage, plan_wait("toolu_p"));
+        let effects = lifecycle.on(Input::Deliver(decision));
+        assert_eq!(effects, want, "executes={executes}");
+        if effects.contains(&Effect::Execute) {
+            assert_eq!(lifecycle.stage, Stage::Starting);
+            // The executing agent then runs like any other.
+            let ready = lifecycle.on(Input::AgentReady { waiting_on: None });
+            assert_eq!(statuses(&ready), vec![Running]);
+        }
+    }
+}

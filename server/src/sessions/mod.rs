@@ -50,7 +50,7 @@ pub fn resource(state: &AppState, row: &SessionRow) -> SessionResource {
             .is_some_and(|o| o.stalled(&row.id)),
         agents: activity.counts(),
         tool_calls: activity.tool_calls,
-        execution: None,
+        execution: row.execution.clone(),
     }
 }
 

@@ -16,8 +16,8 @@ use ultraplan_protocol::model::Usage;
 use ultraplan_protocol::session::SessionStatus;
 
 pub use models::{
-    AgentState, BundleRow, DecideOutcome, FlagRow, ModelCall, NewSession, PlanRow, SessionRow,
-    TokenRow, UserRow,
+    AgentState, BundleRow, DecideOutcome, FlagRow, ModelCall, NewSession, PatchRow, PlanRow,
+    SessionRow, TokenRow, UserRow,
 };
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
@@ -122,6 +122,22 @@ pub trait Store: Send + Sync + 'static {
     /// Sessions whose agent was queued or running and that are not archived, oldest first:
     /// after a restart these need their agents back.
     async fn sessions_to_recover(&self) -> StoreResult<Vec<SessionRow>>;
+    /// Record where remote execution stands.
+    async fn set_execution(
+        &self,
+        session_id: &str,
+        execution: &ultraplan_protocol::patch::Execution,
+    ) -> StoreResult<()>;
+    /// Store the patch of a finished execution (replacing an earlier one) and mark the
+    /// execution finished, in one transaction.
+    async fn save_patch(
+        &self,
+        session_id: &str,
+        diff: &[u8],
+        summary: &ultraplan_protocol::patch::PatchSummary,
+    ) -> StoreResult<()>;
+    /// The stored patch.
+    async fn patch(&self, session_id: &str) -> StoreResult<Option<PatchRow>>;
     /// Record one model call and add its usage to the session's total; returns the new total.
     async fn record_model_call(&self, call: &ModelCall) -> StoreResult<Usage>;
 

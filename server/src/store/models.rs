@@ -77,6 +77,18 @@ pub struct SessionRow {
     pub agent_state: AgentState,
     /// Subagents and tool calls folded from the log.
     pub activity: ultraplan_protocol::activity::Activity,
+    /// Remote execution, once a plan was approved for it.
+    pub execution: Option<ultraplan_protocol::patch::Execution>,
+}
+
+/// The patch a remote execution produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatchRow {
+    pub session_id: String,
+    /// `git diff --binary` output, byte for byte.
+    pub diff: Vec<u8>,
+    pub summary: ultraplan_protocol::patch::PatchSummary,
+    pub created_at: i64,
 }
 
 /// One ExitPlanMode call of the main agent.

@@ -6,7 +6,7 @@
 macro_rules! session_cols {
     () => {
         "id, user_id, title, bundle_id, status, context, usage, last_event_id, plan_revisions, \
-         created_at, updated_at, last_activity_at, archived_at, agent_state, activity, \
+         created_at, updated_at, last_activity_at, archived_at, agent_state, activity, execution, \
          (SELECT COUNT(*) FROM plans p WHERE p.session_id = sessions.id \
           AND p.status = 'pending') AS pending_plans"
     };
@@ -34,8 +34,9 @@ macro_rules! impl_store {
         use ultraplan_protocol::model::Usage;
         use $crate::store::{
             AgentState, BundleRow, DecideOutcome, FlagRow, ModelCall, NewSession, PlanRow,
-            SessionRow, StoreError, StoreResult, TokenRow, UserRow, format_ms, now_ms,
+            PatchRow, SessionRow, StoreError, StoreResult, TokenRow, UserRow, format_ms, now_ms,
         };
+        use ultraplan_protocol::patch::{Execution, ExecutionState, PatchSummary};
 
         type Tx = sqlx::Transaction<'static, $db>;
         type DbRow = <$db as sqlx::Database>::Row;
@@ -69,6 +70,10 @@ macro_rules! impl_store {
                 archived_at: row.try_get("archived_at")?,
                 has_pending_plan: row.try_get::<i64, _>("pending_plans")? > 0,
                 activity: serde_json::from_str(&row.try_get::<String, _>("activity")?)?,
+                execution: row
+                    .try_get::<Option<String>, _>("execution")?
+                    .map(|e| serde_json::from_str(&e))
+                    .transpose()?,
                 agent_state: {
                     let state: String = row.try_get("agent_state")?;
                     AgentState::parse(&state)
@@ -599,6 +604,68 @@ macro_rules! impl_store {
                     .execute(&self.pool)
                     .await?;
                 Ok(())
+            }
+
+            async fn set_execution(&self, session_id: &str, execution: &Execution) -> StoreResult<()> {
+                sqlx::query("UPDATE sessions SET execution = $2, updated_at = $3 WHERE id = $1")
+                    .bind(session_id)
+                    .bind(serde_json::to_string(execution)?)
+                    .bind(now_ms())
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
+            async fn save_patch(
+                &self,
+                session_id: &str,
+                diff: &[u8],
+                summary: &PatchSummary,
+            ) -> StoreResult<()> {
+                let now = now_ms();
+                let execution = Execution {
+                    state: ExecutionState::Finished,
+                    patch: Some(summary.clone()),
+                };
+                let mut tx = self.write_tx().await?;
+                sqlx::query(
+                    "INSERT INTO patches (session_id, diff, summary, created_at) \
+                     VALUES ($1, $2, $3, $4) ON CONFLICT (session_id) DO UPDATE \
+                     SET diff = excluded.diff, summary = excluded.summary, \
+                     created_at = excluded.created_at",
+                )
+                .bind(session_id)
+                .bind(diff)
+                .bind(serde_json::to_string(summary)?)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query("UPDATE sessions SET execution = $2, updated_at = $3 WHERE id = $1")
+                    .bind(session_id)
+                    .bind(serde_json::to_string(&execution)?)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn patch(&self, session_id: &str) -> StoreResult<Option<PatchRow>> {
+                let row = sqlx::query(
+                    "SELECT session_id, diff, summary, created_at FROM patches WHERE session_id = $1",
+                )
+                .bind(session_id)
+                .fetch_optional(&self.pool)
+                .await?;
+                row.map(|r| {
+                    Ok(PatchRow {
+                        session_id: r.try_get("session_id")?,
+                        diff: r.try_get("diff")?,
+                        summary: serde_json::from_str(&r.try_get::<String, _>("summary")?)?,
+                        created_at: r.try_get("created_at")?,
+                    })
+                })
+                .transpose()
             }
 
             async fn sessions_to_recover(&self) -> StoreResult<Vec<SessionRow>> {

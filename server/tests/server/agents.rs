@@ -130,6 +130,14 @@ pub async fn agent_server_with(
     models: Arc<ScriptedModels>,
     tweak: impl FnOnce(&mut OrchestratorSettings),
 ) -> (TestServer, Orchestrator) {
+    agent_server_dyn(models, tweak).await
+}
+
+/// A server whose agents run in bubblewrap and ask `models`.
+pub async fn agent_server_dyn(
+    models: Arc<dyn ModelBackend>,
+    tweak: impl FnOnce(&mut OrchestratorSettings),
+) -> (TestServer, Orchestrator) {
     let runner = ultraplan_server::runner::select(
         ultraplan_server::config::RunnerKind::Bwrap,
         &agent_binary(),
@@ -158,7 +166,7 @@ pub async fn agent_server_with(
 }
 
 /// Long-poll the log until `pred` holds for some event; returns every event so far.
-async fn wait_for(
+pub async fn wait_for(
     server: &TestServer,
     token: &str,
     id: &str,
@@ -292,9 +300,9 @@ async fn reject_revise_then_teleport_in_bwrap() {
 }
 
 #[tokio::test]
-async fn approval_ends_the_plan_phase_and_archive_stops_agents() {
+async fn without_execution_approval_ends_the_plan_phase_and_archive_stops_agents() {
     let models = Arc::new(planner());
-    let (server, orchestrator) = agent_server(models).await;
+    let (server, orchestrator) = agent_server_with(models, |s| s.execute = false).await;
     let token = server.user("a").await;
     let first = server.session(&token, "fix the login bug").await;
     let id = first["id"].as_str().expect("id").to_owned();

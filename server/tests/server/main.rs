@@ -7,6 +7,7 @@ mod api;
 mod bundles;
 mod decisions;
 mod events;
+mod execution;
 mod sandbox;
 mod store_suite;
 mod support;

@@ -136,6 +136,36 @@ impl TestServer {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
+    /// GET returning the body's bytes.
+    pub async fn get_raw(&self, path: &str, token: &str) -> (u16, Vec<u8>) {
+        let r = self
+            .http
+            .get(self.url(path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("send");
+        let status = r.status().as_u16();
+        (
+            status,
+            r.bytes().await.map(|b| b.to_vec()).unwrap_or_default(),
+        )
+    }
+
+    /// GET with `Accept: application/json`.
+    pub async fn get_json_accept(&self, path: &str, token: &str) -> (u16, Value) {
+        let r = self
+            .http
+            .get(self.url(path))
+            .bearer_auth(token)
+            .header("accept", "application/json")
+            .send()
+            .await
+            .expect("send");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
     pub async fn post(&self, path: &str, token: &str, body: &Value) -> (u16, Value) {
         let r = self
             .http

@@ -13,9 +13,9 @@
 //!    the manifests), Risks.
 //!
 //! After a rejection it searches the feedback's terms (one turn) and submits a revised plan that
-//! quotes the feedback and adds steps for it. After an approval it says that execution needs a
-//! model and stops; after a teleport it gives the teleport reply. Which step comes next is
-//! derived from the conversation alone; a phase whose tool is not offered is skipped, and after
+//! quotes the feedback and adds steps for it. After an approval (the execution run) it makes
+//! no edits, says that execution needs a model and ends its turn; after a teleport it gives
+//! the teleport reply. Which step comes next is derived from the conversation alone; a phase whose tool is not offered is skipped, and after
 //! [`MAX_TURNS_PER_PLAN`] exploring turns it writes the plan with what it has. The same request
 //! always yields the byte-identical response. No IO happens here.
 
@@ -58,9 +58,9 @@ pub const MAX_TURNS_PER_PLAN: usize = 8;
 
 /// The answer after an approval: the offline planner cannot execute.
 pub const APPROVED_REPLY: &str = "Plan approved. The offline planner (no model configured) \
-cannot implement plans: execution needs a model. Set ULTRAPLAN_MODEL to anthropic:<model> or \
-openai:<model> with its API key on the server to run approved plans remotely, or implement this \
-one yourself.";
+makes no edits: executing a plan needs a model, so this execution leaves the repository \
+unchanged and its patch is empty. Set ULTRAPLAN_MODEL to anthropic:<model> or openai:<model> \
+with its API key on the server to run approved plans remotely, or implement this one yourself.";
 
 /// The answer while a submitted plan still awaits its review.
 pub const PENDING_REPLY: &str = "The plan is waiting for review.";

@@ -1,0 +1,46 @@
+//! Copying a validated bundle tree: files with their modes, directories, and symlinks as
+//! links (extraction already refused links that escape the bundle).
+
+use std::path::Path;
+
+use super::ExecutionError;
+
+fn io(path: &Path, e: std::io::Error) -> ExecutionError {
+    ExecutionError::Io(format!("{}: {e}", path.display()))
+}
+
+/// Copy the contents of `from` into the existing directory `to`.
+pub fn copy_tree(from: &Path, to: &Path) -> Result<(), ExecutionError> {
+    for entry in std::fs::read_dir(from).map_err(|e| io(from, e))? {
+        let entry = entry.map_err(|e| io(from, e))?;
+        let source = entry.path();
+        let target = to.join(entry.file_name());
+        let kind = entry.file_type().map_err(|e| io(&source, e))?;
+        if kind.is_symlink() {
+            let link = std::fs::read_link(&source).map_err(|e| io(&source, e))?;
+            std::os::unix::fs::symlink(&link, &target).map_err(|e| io(&target, e))?;
+        } else if kind.is_dir() {
+            std::fs::create_dir(&target).map_err(|e| io(&target, e))?;
+            copy_tree(&source, &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(&source, &target).map_err(|e| io(&target, e))?;
+        }
+    }
+    Ok(())
+}
+
+/// Give everything under `root` (itself included) to `uid:uid`, links not followed.
+pub fn chown_tree(root: &Path, uid: u32) -> Result<(), ExecutionError> {
+    std::os::unix::fs::lchown(root, Some(uid), Some(uid)).map_err(|e| io(root, e))?;
+    for entry in std::fs::read_dir(root).map_err(|e| io(root, e))? {
+        let entry = entry.map_err(|e| io(root, e))?;
+        let path = entry.path();
+        let kind = entry.file_type().map_err(|e| io(&path, e))?;
+        if kind.is_dir() {
+            chown_tree(&path, uid)?;
+        } else {
+            std::os::unix::fs::lchown(&path, Some(uid), Some(uid)).map_err(|e| io(&path, e))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,96 @@
+//! `git` run against a workspace's private repository: the git dir lives outside the tree the
+//! agent can write, and no user, system or repository config can add hooks, filters or other
+//! commands.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use super::ExecutionError;
+
+/// Options every call gets: no hooks, no filters from config, byte-exact content, stable
+/// paths.
+const CONFIG: [&str; 20] = [
+    "-c",
+    "core.autocrlf=false",
+    "-c",
+    "core.safecrlf=false",
+    "-c",
+    "core.fileMode=true",
+    "-c",
+    "core.symlinks=true",
+    "-c",
+    "core.quotepath=off",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.excludesFile=/dev/null",
+    "-c",
+    "safe.directory=*",
+    "-c",
+    "gc.auto=0",
+    "-c",
+    "diff.noprefix=false",
+];
+
+/// A repository whose git dir and work tree are kept apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repo {
+    pub git_dir: PathBuf,
+    pub work_tree: PathBuf,
+}
+
+impl Repo {
+    /// Runs `git args…`; stdout on success, an error with stderr otherwise.
+    pub async fn run(&self, args: &[&str]) -> Result<Vec<u8>, ExecutionError> {
+        let output = tokio::process::Command::new("git")
+            .args(CONFIG)
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("GIT_DIR", &self.git_dir)
+            .env("GIT_WORK_TREE", &self.work_tree)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_AUTHOR_NAME", "ultraplan")
+            .env("GIT_AUTHOR_EMAIL", "ultraplan@localhost")
+            .env("GIT_AUTHOR_DATE", "2000-01-01T00:00:00Z")
+            .env("GIT_COMMITTER_NAME", "ultraplan")
+            .env("GIT_COMMITTER_EMAIL", "ultraplan@localhost")
+            .env("GIT_COMMITTER_DATE", "2000-01-01T00:00:00Z")
+            .current_dir(&self.work_tree)
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output()
+            .await
+            .map_err(|e| ExecutionError::Git {
+                command: args.join(" "),
+                reason: format!("cannot run git: {e}"),
+            })?;
+        if output.status.success() {
+            return Ok(output.stdout);
+        }
+        Err(ExecutionError::Git {
+            command: args.join(" "),
+            reason: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        })
+    }
+
+    /// Like [`Repo::run`], with stdout as trimmed text.
+    pub async fn text(&self, args: &[&str]) -> Result<String, ExecutionError> {
+        let out = self.run(args).await?;
+        Ok(String::from_utf8_lossy(&out).trim().to_owned())
+    }
+}
+
+/// Whether a usable `git` is on the PATH.
+pub async fn available() -> bool {
+    tokio::process::Command::new("git")
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .await
+        .is_ok_and(|s| s.success())
+}

@@ -1,0 +1,120 @@
+//! Remote execution of an approved plan: the writable workspace, the patch it produces, and
+//! the `result` that reports it.
+//!
+//! The agent never reports its own diff: the server computes it from the workspace with a
+//! private git repository the sandbox cannot reach, so the patch is what the tree holds.
+
+mod copy;
+mod diffstat;
+mod git;
+mod report;
+mod workspace;
+
+use std::path::PathBuf;
+
+use ultraplan_protocol::events::EventBody;
+use ultraplan_protocol::frames::AgentMode;
+use ultraplan_protocol::patch::{Execution, ExecutionState};
+use ultraplan_protocol::{ExitPlanModeScanner, ScanResult};
+
+pub use git::available as git_available;
+pub use report::{Ending, patch_result};
+pub use workspace::{Patch, Workspace};
+
+use crate::state::AppState;
+use crate::store::SessionRow;
+
+/// Largest patch the server stores.
+pub const MAX_PATCH_BYTES: usize = 64 * 1024 * 1024;
+
+/// Why execution could not be prepared or finished.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecutionError {
+    #[error("git {command} failed: {reason}")]
+    Git { command: String, reason: String },
+    #[error("workspace: {0}")]
+    Io(String),
+    #[error("the patch is {0} bytes, over the {MAX_PATCH_BYTES}-byte limit")]
+    TooLarge(usize),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
+
+/// Where a session's execution workspace lives.
+pub fn workspace_of(state: &AppState, session_id: &str) -> Workspace {
+    Workspace::at(&workspace_root(state, session_id))
+}
+
+fn workspace_root(state: &AppState, session_id: &str) -> PathBuf {
+    state.config.data_dir.join("workspaces").join(session_id)
+}
+
+/// The mode a session's next agent runs in: execution once the newest plan is approved and
+/// its execution has not finished (and the server executes at all), else planning.
+pub fn mode_for(
+    transcript: &[EventBody],
+    execution: Option<&Execution>,
+    enabled: bool,
+) -> AgentMode {
+    let finished = execution.is_some_and(|e| e.state == ExecutionState::Finished);
+    let approved = matches!(
+        ExitPlanModeScanner::new().ingest(transcript),
+        Ok(ScanResult::Approved { .. })
+    );
+    if enabled && approved && !finished {
+        AgentMode::Execute
+    } else {
+        AgentMode::Plan
+    }
+}
+
+/// Compute, store and report the patch of a session whose execution ended. Errors are
+/// reported in the log as an error `result` and returned.
+pub async fn finish(
+    state: &AppState,
+    session: &SessionRow,
+    ending: Ending,
+) -> Result<(), ExecutionError> {
+    let outcome = compute(state, session).await;
+    let event = match &outcome {
+        Ok(patch) => patch_result(&session.id, &patch.summary, &ending),
+        Err(error) => crate::sessions::lifecycle::error_result(
+            "error_during_execution",
+            format!("The patch could not be produced: {error}."),
+        ),
+    };
+    if let Err(error) = &outcome {
+        tracing::error!(session_id = %session.id, %error, "cannot produce the patch");
+        let failed = Execution {
+            state: ExecutionState::Finished,
+            patch: None,
+        };
+        state.store.set_execution(&session.id, &failed).await?;
+    }
+    crate::sessions::append(state, session, &[event]).await?;
+    outcome.map(|_| ())
+}
+
+async fn compute(state: &AppState, session: &SessionRow) -> Result<Patch, ExecutionError> {
+    let workspace = workspace_of(state, &session.id);
+    let mut patch = workspace.diff().await?;
+    if patch.diff.len() > MAX_PATCH_BYTES {
+        return Err(ExecutionError::TooLarge(patch.diff.len()));
+    }
+    patch.summary.base_commit = session.context.base.commit.clone();
+    state
+        .store
+        .save_patch(&session.id, &patch.diff, &patch.summary)
+        .await?;
+    tracing::info!(
+        session_id = %session.id,
+        files = patch.summary.files.len(),
+        bytes = patch.diff.len(),
+        "patch stored"
+    );
+    Ok(patch)
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

@@ -1,0 +1,125 @@
+//! The `result` event that ends an execution: what changed, per file, and how to get it.
+
+use ultraplan_protocol::events::{EventBody, ResultEvent};
+use ultraplan_protocol::patch::PatchSummary;
+
+/// How the execution ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// The agent finished its work.
+    Finished,
+    /// It was cut short (timeout, archive, a crash): the patch holds the work until then.
+    CutShort(String),
+}
+
+/// Files listed in the result text; the rest are counted.
+const LISTED_FILES: usize = 50;
+
+/// The `result` reporting a stored patch.
+pub fn patch_result(session_id: &str, summary: &PatchSummary, ending: &Ending) -> EventBody {
+    EventBody::Result(ResultEvent {
+        subtype: ResultEvent::SUCCESS.to_owned(),
+        is_error: false,
+        result: Some(text(session_id, summary, ending)),
+        num_turns: None,
+        duration_ms: None,
+        usage: None,
+        patch: Some(summary.clone()),
+    })
+}
+
+fn text(session_id: &str, summary: &PatchSummary, ending: &Ending) -> String {
+    let mut out = match ending {
+        Ending::Finished => "Remote execution finished".to_owned(),
+        Ending::CutShort(why) => format!(
+            "Remote execution stopped early ({why}); the patch holds the changes made until then"
+        ),
+    };
+    if summary.is_empty() {
+        out.push_str(": no changes. The workspace is identical to the uploaded bundle.");
+        return out;
+    }
+    out.push_str(&format!(": {}.\n\n", summary.headline()));
+    for file in summary.files.iter().take(LISTED_FILES) {
+        let stats = if file.binary {
+            "binary".to_owned()
+        } else {
+            format!("+{} −{}", file.additions, file.deletions)
+        };
+        out.push_str(&format!(
+            "{}  {} ({stats})\n",
+            file.change.letter(),
+            file.path
+        ));
+    }
+    if summary.files.len() > LISTED_FILES {
+        out.push_str(&format!(
+            "… and {} more files\n",
+            summary.files.len() - LISTED_FILES
+        ));
+    }
+    out.push_str(&format!(
+        "\nApply it to your checkout with `ultraplan pull {session_id}`."
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use ultraplan_protocol::patch::{FileChange, PatchFile};
+
+    use super::*;
+
+    fn summary(files: Vec<PatchFile>) -> PatchSummary {
+        PatchSummary {
+            additions: files.iter().map(|f| f.additions).sum(),
+            deletions: files.iter().map(|f| f.deletions).sum(),
+            files,
+            bytes: 100,
+            base_commit: None,
+        }
+    }
+
+    #[test]
+    fn result_texts() {
+        let edited = PatchFile {
+            path: "src/lib.rs".into(),
+            change: FileChange::Modified,
+            additions: 3,
+            deletions: 1,
+            binary: false,
+        };
+        let logo = PatchFile {
+            path: "logo.png".into(),
+            change: FileChange::Added,
+            additions: 0,
+            deletions: 0,
+            binary: true,
+        };
+        let cases = [
+            (
+                summary(vec![]),
+                Ending::Finished,
+                "Remote execution finished: no changes. The workspace is identical to the uploaded bundle.",
+            ),
+            (
+                summary(vec![edited.clone(), logo]),
+                Ending::Finished,
+                "Remote execution finished: 2 files changed, +3 −1.\n\nM  src/lib.rs (+3 −1)\nA  logo.png (binary)\n\nApply it to your checkout with `ultraplan pull s1`.",
+            ),
+            (
+                summary(vec![edited]),
+                Ending::CutShort("the 60-second limit".into()),
+                "Remote execution stopped early (the 60-second limit); the patch holds the changes made until then: 1 file changed, +3 −1.\n\nM  src/lib.rs (+3 −1)\n\nApply it to your checkout with `ultraplan pull s1`.",
+            ),
+        ];
+        for (summary, ending, want) in cases {
+            let EventBody::Result(r) = patch_result("s1", &summary, &ending) else {
+                panic!("not a result");
+            };
+            assert_eq!(r.result.as_deref(), Some(want));
+            assert_eq!(r.subtype, "success");
+            assert_eq!(r.patch.as_ref(), Some(&summary));
+        }
+    }
+}
