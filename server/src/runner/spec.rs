@@ -104,7 +104,8 @@ pub fn process_spec(req: &SandboxRequest) -> CommandSpec {
 }
 
 /// bubblewrap: every namespace unshared (no network), the bundle and the static agent
-/// bound read-only, a private `/tmp`, a cleared environment, an unprivileged uid, rlimits,
+/// bound read-only (the bundle writable in execution, with the host toolchain read-only for
+/// `Bash`), a read-only root, a private `/tmp`, a cleared environment, an unprivileged uid, rlimits,
 /// and death with the server.
 pub fn bwrap_spec(req: &SandboxRequest) -> CommandSpec {
     let uid = SANDBOX_UID.to_string();
@@ -141,6 +142,9 @@ pub fn bwrap_spec(req: &SandboxRequest) -> CommandSpec {
             args.extend(["--ro-bind-try", path, path].map(str::to_owned));
         }
     }
+    // The sandbox's own root stays read-only too: only the workspace (in execution) and the
+    // private /tmp take writes.
+    args.extend(["--remount-ro", "/"].map(str::to_owned));
     args.extend(
         [
             "--setenv",

@@ -52,6 +52,7 @@ store_suite!(
     migrations_are_idempotent,
     agent_state_drives_recovery,
     model_calls_add_up_usage,
+    patches_are_stored_byte_for_byte,
 );
 
 async fn new_session(store: &Arc<dyn Store>, user_id: &str) -> SessionRow {
@@ -523,4 +524,49 @@ async fn model_calls_add_up_usage(store: Arc<dyn Store>) {
         store.record_model_call(&missing).await,
         Err(StoreError::NotFound("session"))
     ));
+}
+
+async fn patches_are_stored_byte_for_byte(store: Arc<dyn Store>) {
+    use ultraplan_protocol::patch::{Execution, ExecutionState, FileChange, PatchFile, PatchSummary};
+    let user = store.create_user("p").await.expect("user");
+    let session = new_session(&store, &user.id).await;
+    assert_eq!(session.execution, None);
+    assert!(store.patch(&session.id).await.expect("patch").is_none());
+    let executing = Execution {
+        state: ExecutionState::Executing,
+        patch: None,
+    };
+    store.set_execution(&session.id, &executing).await.expect("set");
+    let row = store.session(&session.id).await.expect("get").expect("row");
+    assert_eq!(row.execution, Some(executing));
+
+    // Not UTF-8, NUL bytes included: stored and returned exactly.
+    let diff: Vec<u8> = b"diff --git a/x b/x\n\xff\x00\xfe tail\n".to_vec();
+    let summary = PatchSummary {
+        files: vec![PatchFile {
+            path: "x".into(),
+            change: FileChange::Modified,
+            additions: 1,
+            deletions: 0,
+            binary: false,
+        }],
+        additions: 1,
+        deletions: 0,
+        bytes: diff.len() as u64,
+        base_commit: Some("abc".into()),
+    };
+    store.save_patch(&session.id, &diff, &summary).await.expect("save");
+    // Saving again replaces it.
+    store.save_patch(&session.id, &diff, &summary).await.expect("save again");
+    let stored = store.patch(&session.id).await.expect("patch").expect("row");
+    assert_eq!(stored.diff, diff);
+    assert_eq!(stored.summary, summary);
+    let row = store.session(&session.id).await.expect("get").expect("row");
+    assert_eq!(
+        row.execution,
+        Some(Execution {
+            state: ExecutionState::Finished,
+            patch: Some(summary),
+        })
+    );
 }

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod execution;
 mod flows;
 mod gateway_anthropic;
 mod gateway_openai;

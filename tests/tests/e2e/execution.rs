@@ -1,0 +1,323 @@
+//! Remote execution end to end: the real client bundles a git repository and launches, the
+//! fake Anthropic model plans and then, after approval, edits through Edit, Write and Bash in
+//! the sandbox; the server's patch is pulled by the real client into fresh clones.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU16, Ordering};
+
+use serde_json::{Value, json};
+use ultraplan_protocol::events::{Event, EventBody, ResultEvent};
+use ultraplan_tests::fake_models::{FakeAnthropic, RecordedRequest, Reply, Script};
+use ultraplan_tests::harness::{ServerProcess, plan_call, workspace_bin};
+
+/// A shell project whose test fails until `add` adds.
+const LIB: &str = "add() {\n  echo $(( $1 - $2 ))\n}\n";
+const FIXED: &str = "add() {\n  echo $(( $1 + $2 ))\n}\n";
+const TEST: &str = ". ./lib.sh\n[ \"$(add 2 3)\" = 5 ] || { echo 'FAIL: add 2 3'; exit 1; }\n\
+[ \"$(cat notes/data.bin | od -An -tx1 | tr -d ' \\n')\" = 00ff0a01 ] || { echo 'FAIL: data'; exit 1; }\n\
+echo 'all tests passed'\n";
+
+/// The sandbox probes, each printing a verdict word.
+fn probes(fake_port: u16, host_dir: &Path, marker: &str) -> String {
+    let host = host_dir.display();
+    format!(
+        "(exec 3<>/dev/tcp/127.0.0.1/{fake_port}) 2>/dev/null && echo NET_OPEN || echo NET_BLOCKED\n\
+         if cat /etc/shadow >/dev/null 2>&1 || ls {host} >/dev/null 2>&1 || ls /root >/dev/null 2>&1; \
+         then echo HOST_VISIBLE; else echo HOST_HIDDEN; fi\n\
+         touch /usr/{marker} 2>/dev/null && echo USR_WRITTEN || echo USR_REFUSED\n\
+         echo x > /tmp/{marker} && echo TMP_PRIVATE_WRITE\n\
+         echo x > ../{marker} 2>/dev/null && echo PARENT_WRITTEN || echo PARENT_REFUSED\n\
+         mkdir -p {host} 2>/dev/null; echo x > {host}/{marker} 2>/dev/null; echo HOSTDIR_TRIED\n"
+    )
+}
+
+/// Plans, then implements: fix, binary data, run the tests, probe the sandbox, a command
+/// that never ends (killed at 1 s), then a summary.
+fn script(fake_port: Arc<AtomicU16>, host_dir: PathBuf, marker: String) -> Script {
+    Script::from_fn(move |req: &RecordedRequest| {
+        let fake_port = fake_port.load(Ordering::Relaxed);
+        let executing = req.tool_names().iter().any(|t| t == "Bash");
+        if !executing {
+            return Reply::exit_plan_mode("1. Make add() add in lib.sh\n2. Add notes/data.bin\n3. Run sh test.sh");
+        }
+        // The approval is the first tool_result; every later one is an execution step.
+        match req.tool_results().len() {
+            1 => Reply::tool_use(
+                "Edit",
+                json!({"file_path": "lib.sh", "old_string": "$1 - $2", "new_string": "$1 + $2"}),
+            ),
+            2 => Reply::tool_use(
+                "Bash",
+                json!({"command": "mkdir -p notes && printf '\\000\\377\\n\\001' > notes/data.bin && ls -l notes"}),
+            ),
+            3 => Reply::tool_use("Bash", json!({"command": "sh test.sh"})),
+            4 => Reply::tool_use(
+                "Bash",
+                json!({"command": probes(fake_port, &host_dir, &marker)}),
+            ),
+            5 => Reply::tool_use(
+                "Bash",
+                json!({"command": "echo waiting forever; sleep 100000", "timeout": 1000}),
+            ),
+            6 => Reply::tool_use(
+                "Write",
+                json!({"file_path": "CHANGES.md", "content": "- add() adds\n"}),
+            ),
+            _ => Reply::text("Done: add() adds, data.bin added, all tests pass."),
+        }
+    })
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A committed repository with no remote.
+fn origin(root: &Path) -> PathBuf {
+    let repo = root.join("origin");
+    std::fs::create_dir_all(&repo).expect("mkdir");
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("lib.sh"), LIB).expect("write");
+    std::fs::write(repo.join("test.sh"), TEST).expect("write");
+    std::fs::write(repo.join("README.md"), "# adder\n").expect("write");
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "base"]);
+    repo
+}
+
+fn clone(root: &Path, origin: &Path, name: &str) -> PathBuf {
+    let dir = root.join(name);
+    git(root, &["clone", "-q", &origin.display().to_string(), name]);
+    dir
+}
+
+/// The `ultraplan` client with its own HOME, talking to `server`.
+fn client(server: &ServerProcess, home: &Path, cwd: &Path, args: &[&str]) -> Output {
+    let out = std::process::Command::new(workspace_bin("ultraplan").expect("client"))
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_STATE_HOME", home.join(".state"))
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env("XDG_DATA_HOME", home.join(".data"))
+        .env("ULTRAPLAN_SERVER", &server.base_url)
+        .env("ULTRAPLAN_TOKEN", &server.token)
+        .output()
+        .expect("run ultraplan");
+    out
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn bash_output(events: &[Event], needle: &str) -> String {
+    events
+        .iter()
+        .flat_map(|e| e.body.tool_results())
+        .map(|(_, text, _)| text)
+        .find(|t| t.contains(needle))
+        .unwrap_or_else(|| panic!("no tool result with {needle}"))
+}
+
+fn patch_result(event: &Event) -> Option<&ResultEvent> {
+    match &event.body {
+        EventBody::Result(r) if r.patch.is_some() => Some(r),
+        _ => None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approved_plans_run_remotely_and_their_patch_applies_locally() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let host_dir = root.path().join("host-only");
+    let marker = format!("escape-{}", std::process::id());
+    let port = Arc::new(AtomicU16::new(0));
+    let fake = FakeAnthropic::start(script(port.clone(), host_dir.clone(), marker.clone())).await;
+    let url = reqwest::Url::parse(&fake.base_url()).expect("url");
+    port.store(url.port().expect("port"), Ordering::Relaxed);
+    let server = ServerProcess::with_fake_anthropic("bwrap", &fake.base_url())
+        .await
+        .expect("server");
+    let home = root.path().join("home");
+    let origin = origin(root.path());
+
+    // Launch from the repository with the real client.
+    let out = client(
+        &server,
+        &home,
+        &origin,
+        &["launch", "--yes", "--json", "--no-watch", "ultraplan make add() add"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let session: Value = serde_json::from_slice(&out.stdout).expect("session json");
+    let id = session["id"].as_str().expect("id").to_owned();
+    let mut seen = Vec::new();
+    let plan = server
+        .wait_for(&id, &mut seen, |e| plan_call(e).is_some())
+        .await
+        .expect("plan");
+    let (tool_use_id, _) = plan_call(&plan).expect("call");
+
+    // Approve: the plan runs remotely.
+    let code = server
+        .decide(&id, &tool_use_id, json!({"decision": "approve"}))
+        .await
+        .expect("approve");
+    assert_eq!(code, 200);
+    let done = server
+        .wait_for(&id, &mut seen, |e| patch_result(e).is_some())
+        .await
+        .expect("patch result");
+    let result = patch_result(&done).expect("result");
+    let summary = result.patch.clone().expect("summary");
+    let files: Vec<&str> = summary.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(files, ["CHANGES.md", "lib.sh", "notes/data.bin"], "{result:?}");
+    assert!(summary.files[2].binary);
+
+    // The project's tests ran in the sandbox and passed.
+    assert!(bash_output(&seen, "all tests passed").contains("all tests passed"));
+    // The never-ending command was killed at its cap and the session went on.
+    let forever = bash_output(&seen, "waiting forever");
+    assert!(forever.contains("timed out"), "{forever}");
+    // Probes from Bash: no network, no host files, no writes outside the workspace.
+    let probe = bash_output(&seen, "HOSTDIR_TRIED");
+    for verdict in ["NET_BLOCKED", "HOST_HIDDEN", "USR_REFUSED", "PARENT_REFUSED"] {
+        assert!(probe.contains(verdict), "{verdict} missing: {probe}");
+    }
+    assert!(!Path::new("/usr").join(&marker).exists());
+    assert!(!Path::new("/tmp").join(&marker).exists());
+    assert!(!host_dir.exists(), "the sandbox created a host directory");
+    let workspaces = server.data_dir.join("workspaces").join(&id);
+    assert!(!workspaces.join(&marker).exists(), "write above the workspace");
+    let session = server.session(&id).await.expect("session");
+    assert_eq!(session["execution"]["state"], "finished", "{session}");
+
+    // A fresh clone of the same base: `ultraplan pull` applies the patch; its tests pass.
+    let fresh = clone(root.path(), &origin, "fresh");
+    let out = client(&server, &home, &fresh, &["pull", &id]);
+    assert!(out.status.success(), "{}", text(&out));
+    let report = text(&out);
+    for path in files {
+        assert!(report.contains(path), "{path} not in the report: {report}");
+    }
+    assert_eq!(std::fs::read_to_string(fresh.join("lib.sh")).expect("lib"), FIXED);
+    assert_eq!(
+        std::fs::read(fresh.join("notes/data.bin")).expect("data"),
+        [0u8, 0xff, b'\n', 1]
+    );
+    let tests = std::process::Command::new("sh")
+        .arg("test.sh")
+        .current_dir(&fresh)
+        .output()
+        .expect("sh");
+    assert!(tests.status.success(), "{}", text(&tests));
+
+    // Conflict: the local file changed meanwhile. Preflight says so; nothing is touched.
+    let busy = clone(root.path(), &origin, "busy");
+    std::fs::write(busy.join("lib.sh"), "add() {\n  echo $(( $2 - $1 ))\n}\n").expect("edit");
+    git(&busy, &["commit", "-qam", "local change"]);
+    let before = (
+        std::fs::read_to_string(busy.join("lib.sh")).expect("lib"),
+        git(&busy, &["status", "--porcelain", "--untracked-files=all"]),
+        git(&busy, &["rev-parse", "HEAD"]),
+    );
+    let out = client(&server, &home, &busy, &["pull", &id]);
+    assert!(!out.status.success(), "a conflict must fail: {}", text(&out));
+    let report = text(&out);
+    assert!(report.contains("conflict"), "{report}");
+    let after = (
+        std::fs::read_to_string(busy.join("lib.sh")).expect("lib"),
+        git(&busy, &["status", "--porcelain", "--untracked-files=all"]),
+        git(&busy, &["rev-parse", "HEAD"]),
+    );
+    assert_eq!(before, after, "the conflicting pull touched the checkout");
+    assert!(!busy.join("CHANGES.md").exists());
+
+    // The worktree path: a new branch at the base commit, where the patch applies.
+    let out = client(&server, &home, &busy, &["pull", &id, "--worktree"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let branches = git(&busy, &["branch", "--list", "ultraplan/*"]);
+    assert!(branches.contains(&format!("ultraplan/{id}")), "{branches}");
+    let worktree = worktree_of(&busy, &format!("ultraplan/{id}"));
+    assert_eq!(std::fs::read_to_string(worktree.join("lib.sh")).expect("lib"), FIXED);
+    let tests = std::process::Command::new("sh")
+        .arg("test.sh")
+        .current_dir(&worktree)
+        .output()
+        .expect("sh");
+    assert!(tests.status.success(), "{}", text(&tests));
+    assert_eq!(after.0, std::fs::read_to_string(busy.join("lib.sh")).expect("lib"));
+}
+
+/// The path of the worktree checked out on `branch`.
+fn worktree_of(repo: &Path, branch: &str) -> PathBuf {
+    let list = git(repo, &["worktree", "list", "--porcelain"]);
+    let mut path = None;
+    for line in list.lines() {
+        if let Some(p) = line.strip_prefix("worktree ") {
+            path = Some(PathBuf::from(p));
+        }
+        if line == format!("branch refs/heads/{branch}") {
+            return path.expect("worktree path");
+        }
+    }
+    panic!("no worktree on {branch}: {list}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_offline_planner_executes_nothing_and_says_why() {
+    let server = ServerProcess::start(&[("ULTRAPLAN_RUNNER", "bwrap"), ("ULTRAPLAN_MODEL", "offline")])
+        .await
+        .expect("server");
+    let id = server.demo_session("fix the login bug").await.expect("session");
+    let mut seen = Vec::new();
+    let plan = server
+        .wait_for(&id, &mut seen, |e| plan_call(e).is_some())
+        .await
+        .expect("plan");
+    let (tool_use_id, _) = plan_call(&plan).expect("call");
+    let code = server
+        .decide(&id, &tool_use_id, json!({"decision": "approve"}))
+        .await
+        .expect("approve");
+    assert_eq!(code, 200);
+    let done = server
+        .wait_for(&id, &mut seen, |e| patch_result(e).is_some())
+        .await
+        .expect("patch result");
+    let result = patch_result(&done).expect("result");
+    assert!(result.patch.as_ref().is_some_and(|p| p.is_empty()));
+    let text = result.result.clone().unwrap_or_default();
+    assert!(text.contains("no changes"), "{text}");
+    let said: Vec<String> = seen
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::Result(r) => r.result.clone(),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        said.iter().any(|t| t.contains("execution needs a model")),
+        "{said:#?}"
+    );
+    let (code, body) = server.get(&format!("/v1/sessions/{id}/patch")).await.expect("patch");
+    // The raw answer of an empty patch is an empty body (not JSON).
+    assert_eq!((code, body), (200, Value::Null));
+}
