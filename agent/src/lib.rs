@@ -1,7 +1,9 @@
-//! `ultraplan-agent`: the in-container plan-mode agent runtime.
+//! `ultraplan-agent`: the in-container agent runtime.
 //!
 //! It speaks newline-delimited JSON frames on stdin/stdout with the server (DESIGN §3.5) and
-//! runs the plan-mode loop (DESIGN §4):
+//! runs the agent loop (DESIGN §4) in one of two modes: plan mode (read-only, ends with a plan
+//! submitted through ExitPlanMode) and execution mode (implements an approved plan with the
+//! writable tools, then exits so the server can diff the workspace):
 //!
 //! - [`runtime`]: the IO layer — frame reader/writer threads, handshake, heartbeats, the loop
 //!   that drives the state machine and runs tools;
@@ -11,7 +13,8 @@
 //! - [`prompts`]: system prompt, first message and variants;
 //! - [`plan_tools`]: TodoWrite, AskUserQuestion and ExitPlanMode;
 //! - [`subagents`]: the `Task` tool's agent types, tool layers, forks and notifications;
-//! - [`tools`]: the read-only tools (`Glob`, `Grep`, `Read`) inside a [`Workspace`].
+//! - [`tools`]: the workspace tools inside a [`Workspace`]: `Glob`, `Grep`, `Read`, and in
+//!   execution mode `Write`, `Edit` and `Bash`.
 
 pub mod config;
 pub mod context;

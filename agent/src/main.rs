@@ -1,4 +1,4 @@
-//! `ultraplan-agent`: the in-container plan-mode agent. Frames on stdin/stdout, logs on
+//! `ultraplan-agent`: the in-container agent (plan and execution modes). Frames on stdin/stdout, logs on
 //! stderr (filter from `ULTRAPLAN_LOG`, default `info`).
 
 use std::process::ExitCode;
@@ -32,13 +32,16 @@ fn serve(version: &str) -> anyhow::Result<ultraplan_agent::Outcome> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(16)
+        // The IO driver reaps the Bash tool's child processes.
+        .enable_io()
         .enable_time()
         .build()
         .context("cannot start the async runtime")?;
     let env = RunEnv::from_process(version);
     let stdin = std::io::BufReader::new(std::io::stdin());
     let outcome = runtime.block_on(ultraplan_agent::run(stdin, std::io::stdout(), env));
-    // Tool threads still running are abandoned: the process is about to exit.
+    // Tool threads still running are abandoned: the process is about to exit (`run` already
+    // killed any command still running).
     runtime.shutdown_background();
     Ok(outcome)
 }

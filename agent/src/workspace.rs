@@ -3,6 +3,8 @@
 //! Every path the model gives is resolved through [`Workspace::resolve`], which accepts paths
 //! relative to the root or absolute paths under it, and refuses anything that leaves the root:
 //! `..` climbing above it, absolute paths elsewhere, and symlinks whose target lies outside.
+//! Paths to write (execution mode) go through [`Workspace::resolve_for_write`], which applies
+//! the same rules to a file and parent directories that may not exist yet.
 
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -34,6 +36,9 @@ pub enum WorkspaceError {
     /// A symlink on the way resolves to somewhere outside the root.
     #[error("path `{path}` goes through a symlink that points outside the workspace; refused")]
     SymlinkEscape { path: String },
+    /// A symlink on the way points to nothing.
+    #[error("path `{path}` goes through a broken symlink; refused")]
+    BrokenSymlink { path: String },
     /// Nothing exists at the path.
     #[error("path `{path}` does not exist (relative paths start at the workspace root `{root}`)")]
     NotFound { path: String, root: PathBuf },
@@ -189,6 +194,9 @@ fn normalize(path: &Path) -> Option<PathBuf> {
     }
     Some(parts.iter().collect())
 }
+
+#[path = "workspace_write.rs"]
+mod write;
 
 #[cfg(test)]
 #[path = "workspace_tests.rs"]

@@ -2,6 +2,9 @@
 
 mod support;
 
+#[path = "cases/execute.rs"]
+mod execute;
+
 #[path = "cases/protocol.rs"]
 mod protocol;
 

@@ -13,10 +13,11 @@ continue from the summary alone, so include everything needed to finish the task
 1. The user's request and every later instruction or answer, quoting feedback on rejected \
 plans verbatim.\n\
 2. What you explored: files (with paths), the relevant functions and types, and findings with \
-line numbers.\n\
+line numbers. When implementing: every file changed so far, and the commands run with their \
+results.\n\
 3. Decisions made and why, and approaches ruled out.\n\
-4. The current todo list and the state of the plan (quote the latest plan draft if there is \
-one).\n\
+4. The current todo list and the state of the plan (quote the latest plan draft, or the \
+approved plan being implemented, verbatim).\n\
 5. What remains to do next.\n\
 Reply with the summary as plain text only. Do not call any tool.\n</system-reminder>";
 

@@ -1,22 +1,34 @@
 //! Answering the tool_use blocks of one assistant message.
 //!
-//! TodoWrite is answered here; the read-only tools are handed to the runtime (which runs them
-//! concurrently); `Task` calls are answered by subagents (see `tasks`), which run alongside;
-//! ExitPlanMode and AskUserQuestion are answered by the user after the batch, one per message;
-//! unknown tools and invalid inputs get error results. All results the agent produced go out
-//! as one user message, in the order of the calls, once every tool and subagent is done.
+//! TodoWrite is answered here; the workspace tools are handed to the runtime (which runs them
+//! concurrently in plan mode, in order in execution mode); `Task` calls are answered by
+//! subagents (see `tasks`), which run alongside; ExitPlanMode and AskUserQuestion are answered
+//! by the user after the batch, one per message (plan mode only); unknown tools and invalid
+//! inputs get error results. On resume, writing calls an earlier process left unanswered are
+//! not repeated (see `execute`). All results the agent produced go out as one user message, in
+//! the order of the calls, once every tool and subagent is done.
 
 use ultraplan_protocol::ContentBlock;
 
+use super::execute::INTERRUPTED_CALL;
 use super::{Agent, Batch, Effect, Phase, Wait};
 use crate::conversation::{ToolCall, user, user_event};
 use crate::plan_tools::{ask, exit_plan, todo};
 use crate::subagents::task_tool;
-use crate::tools::ToolOutput;
+use crate::tools::{ToolOutput, is_mutating};
 
 impl Agent {
-    /// Answers `calls` (a whole assistant message's, or the unanswered rest on resume).
+    /// Answers the calls of an assistant message.
     pub(super) fn start_batch(&mut self, calls: Vec<ToolCall>, out: &mut Vec<Effect>) {
+        self.open_batch(calls, false, out);
+    }
+
+    /// Answers the calls an earlier process left without results.
+    pub(super) fn resume_batch(&mut self, calls: Vec<ToolCall>, out: &mut Vec<Effect>) {
+        self.open_batch(calls, true, out);
+    }
+
+    fn open_batch(&mut self, calls: Vec<ToolCall>, resumed: bool, out: &mut Vec<Effect>) {
         let mut batch = Batch {
             id: self.ids.batch(),
             results: vec![None; calls.len()],
@@ -26,6 +38,7 @@ impl Agent {
             early: None,
             tasks: Vec::new(),
             fork_base: None,
+            resumed,
         };
         for i in 0..batch.calls.len() {
             self.dispatch(&mut batch, i, out);
@@ -50,7 +63,9 @@ impl Agent {
         let name = call.name.as_str();
         let answer = match name {
             todo::NAME => Some(self.todos.apply(call.input.clone())),
+            exit_plan::NAME | ask::NAME if self.executing() => Some(self.unknown_tool(name)),
             exit_plan::NAME | ask::NAME => wait_for_user(batch, i),
+            _ if batch.resumed && is_mutating(name) => Some(ToolOutput::error(INTERRUPTED_CALL)),
             _ if task_tool::is_task(name) => self.dispatch_task(batch, i, out),
             _ if self.runnable.iter().any(|r| r == name) => {
                 batch.running.push(i);

@@ -1,20 +1,23 @@
 //! The agent's lifecycle as a pure state machine: an [`Input`] in, [`Effect`]s out.
 //!
 //! The runtime feeds it what happens (start, model replies, finished tool batches, user
-//! events) and carries out the effects (emit an event, send a model request, run read-only
-//! tools, exit). Nothing here does IO, reads a clock or spawns work, so every path is tested
-//! without pipes or sleeps.
+//! events) and carries out the effects (emit an event, send a model request, run tools, exit).
+//! Nothing here does IO, reads a clock or spawns work, so every path is tested without pipes
+//! or sleeps.
 //!
 //! - `turn`: model requests, replies, errors, compaction;
 //! - `batch`: the tool_use blocks of one assistant message;
 //! - `user`: user events (answers, plan decisions, steering);
 //! - `resume`: where to continue from when the conversation was rebuilt from a transcript;
+//! - `execute`: execution mode, where an approved plan is implemented and the end of a turn
+//!   ends the session;
 //! - `tasks`: `Task` calls of the main agent, answered by subagents (`child`) that run
 //!   concurrently, each with its own model requests and tool batches. Replies are routed by
 //!   request id and batch id to the agent that is waiting for them.
 
 mod batch;
 mod child;
+mod execute;
 mod resume;
 mod tasks;
 mod turn;
@@ -24,6 +27,8 @@ mod user;
 mod test_harness;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_execute;
 #[cfg(test)]
 mod tests_resume;
 #[cfg(test)]
@@ -56,7 +61,7 @@ pub struct Setup {
     pub first_message: Message,
     /// The conversation recovered from the transcript (the prompt excluded).
     pub rebuilt: Rebuilt,
-    /// Tools the runtime runs (the read-only ones); the others are answered here.
+    /// Tools the runtime runs (the workspace tools); the others are answered here.
     pub runnable: Vec<String>,
     /// The subagent types, when the prompt variant offers `Task`.
     pub subagents: Option<Subagents>,
@@ -91,7 +96,8 @@ pub enum Effect {
         request_id: String,
         request: ModelRequest,
     },
-    /// Run these read-only tools (concurrently); reply with [`Input::ToolsDone`].
+    /// Run these tools (concurrently in plan mode, in order in execution mode); reply with
+    /// [`Input::ToolsDone`].
     RunTools { batch: u64, calls: Vec<ToolCall> },
     /// Send `done` with the total usage and exit with this code.
     Exit { code: u8 },
@@ -169,6 +175,8 @@ struct Batch {
     tasks: Vec<usize>,
     /// The history fork children of this batch start from (built at the first fork).
     fork_base: Option<Vec<Message>>,
+    /// The calls were left unanswered by an earlier process (resume).
+    resumed: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -195,7 +203,8 @@ pub struct Agent {
     queued: Vec<Message>,
     todos: TodoState,
     usage: Usage,
-    /// Assistant turns in the whole session, resumed ones included.
+    /// Assistant turns in the whole session (execution mode: since the approval), resumed ones
+    /// included.
     turns: u32,
     ids: Ids,
     /// Outstanding model requests and who waits for each.
@@ -219,12 +228,13 @@ impl Agent {
     pub fn new(setup: Setup) -> Self {
         let mut messages = vec![setup.first_message];
         messages.extend(setup.rebuilt.messages);
-        let turns = messages
+        let counted = &messages[execute::phase_start(setup.settings.mode, &messages)..];
+        let turns = counted
             .iter()
             .filter(|m| m.role == ultraplan_protocol::events::Role::Assistant)
             .count();
         Agent {
-            todos: TodoState::replay(&messages),
+            todos: TodoState::replay(counted),
             settings: setup.settings,
             config: setup.config,
             prefix: setup.prefix,

@@ -1,13 +1,12 @@
 //! Where to start: a new session asks the model; a resumed one continues from where its
-//! transcript stands.
+//! transcript stands. An execution agent starts from the plan session's transcript, at the
+//! approval (see `execute`).
 
 use std::collections::HashSet;
 
 use ultraplan_protocol::constants::TELEPORT_REPLY;
 use ultraplan_protocol::events::{ResultEvent, Role};
-use ultraplan_protocol::frames::AgentMode;
 
-use super::turn::ERROR_DURING_EXECUTION;
 use super::{Agent, Effect, Phase, Wait};
 use crate::conversation::{ToolCall, text_of, tool_calls, tool_results};
 use crate::plan_tools::exit_plan;
@@ -18,9 +17,8 @@ impl Agent {
         if self.phase != Phase::Idle {
             return tracing::warn!("ignoring a second begin");
         }
-        if self.settings.mode == AgentMode::Execute {
-            let text = "This agent runs plan mode only; execution mode is not available.";
-            return self.finish(ERROR_DURING_EXECUTION, text, out);
+        if !self.check_approved_plan(out) {
+            return;
         }
         if self.messages.len() == 1 {
             self.report_invalid_definitions(out);
@@ -28,7 +26,7 @@ impl Agent {
         let pending = self.unanswered_calls();
         if !pending.is_empty() {
             tracing::info!(calls = pending.len(), "resuming with unanswered tool calls");
-            self.start_batch(pending, out);
+            self.resume_batch(pending, out);
             return self.answer_question_from_queue(out);
         }
         if let Some((text, is_error)) = self.trailing_decision() {
@@ -101,6 +99,7 @@ impl Agent {
         match self.resume_stop_reason.as_deref() {
             Some("max_tokens") => self.continue_cut_reply(out),
             Some("pause_turn") => self.next_turn(out),
+            _ if self.resume_closed && self.executing() => self.exit(out),
             _ if self.resume_closed => self.phase = Phase::Waiting(Wait::EndOfTurn),
             _ => self.end_turn(&text, out),
         }

@@ -240,7 +240,7 @@ fn todo_reminder_follows_three_quiet_turns() {
 }
 
 #[test]
-fn execute_mode_is_refused() {
+fn execute_mode_without_an_approved_plan_is_refused() {
     let mut agent = agent_from(&[EventBody::user_text("p")], AgentConfig::default(), 5);
     agent.settings.mode = AgentMode::Execute;
     let effects = agent.handle(Input::Begin);

@@ -138,8 +138,11 @@ impl Agent {
     }
 
     /// The model ended its turn: report it and wait for the user (or go on with messages
-    /// that arrived meanwhile).
+    /// that arrived meanwhile). In execution mode the end of a turn ends the session.
     pub(super) fn end_turn(&mut self, text: &str, out: &mut Vec<Effect>) {
+        if self.executing() {
+            return self.end_execution(text, out);
+        }
         out.push(Effect::Emit(self.result_event(ResultEvent::SUCCESS, text)));
         self.phase = Phase::Waiting(Wait::EndOfTurn);
         if !self.queued.is_empty() {

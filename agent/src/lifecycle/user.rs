@@ -84,10 +84,15 @@ impl Agent {
         self.act_on_decision(&text, is_error, out);
     }
 
-    /// Approval ends the plan phase, a teleport stops the harness, a rejection goes back to
-    /// the model with any messages queued meanwhile.
+    /// Approval ends the plan phase (in execution mode it starts the implementation), a
+    /// teleport stops the harness, a rejection goes back to the model with any messages queued
+    /// meanwhile.
     pub(super) fn act_on_decision(&mut self, text: &str, is_error: bool, out: &mut Vec<Effect>) {
         match exit_plan::classify(text, is_error) {
+            Decision::Approved if self.executing() => {
+                self.flush_queued();
+                self.next_turn(out);
+            }
             Decision::Approved => self.finish(ResultEvent::SUCCESS, APPROVED_RESULT_TEXT, out),
             Decision::Teleported => self.teleport(out),
             Decision::Rejected => {

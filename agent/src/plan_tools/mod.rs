@@ -1,4 +1,5 @@
-//! The plan-mode tools the harness itself answers: `TodoWrite` (kept in memory),
+//! The plan-mode tools the harness itself answers: `TodoWrite` (kept in memory, and also
+//! offered in execution mode),
 //! `AskUserQuestion` and `ExitPlanMode` (answered by the user through the server).
 
 pub mod ask;

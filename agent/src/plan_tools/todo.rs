@@ -40,11 +40,20 @@ struct TodoInput {
     todos: Vec<TodoItem>,
 }
 
-/// The tool as offered to the model.
+/// The tool as offered to the model in plan mode.
 pub fn definition() -> ToolDefinition {
+    with_description(DESCRIPTION)
+}
+
+/// The tool as offered in execution mode, where it tracks the approved plan's steps.
+pub fn execution_definition() -> ToolDefinition {
+    with_description(EXECUTION_DESCRIPTION)
+}
+
+fn with_description(description: &str) -> ToolDefinition {
     ToolDefinition {
         name: NAME.to_owned(),
-        description: DESCRIPTION.to_owned(),
+        description: description.to_owned(),
         input_schema: json!({
             "type": "object",
             "properties": {
@@ -78,6 +87,11 @@ call replaces the whole list. Use it when the task has several parts: add the it
 to cover, keep exactly one item in_progress while you work on it, and mark items completed as \
 soon as they are done. Skip it for trivial requests. The list is for tracking your work; the \
 plan itself goes to ExitPlanMode.";
+
+const EXECUTION_DESCRIPTION: &str = "Keep the checklist of the approved plan's steps while you \
+implement them. Each call replaces the whole list. Before changing anything, add one item per \
+plan step (plus any extra work you discover); keep exactly one item in_progress while you work \
+on it, and mark items completed as soon as they are done, so progress is visible.";
 
 /// The list and how long ago it was last written.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -1,10 +1,13 @@
-//! The prompts: system prompt, tool list and first user message, by prompt variant.
+//! The prompts: system prompt, tool list and first user message, by mode (plan or execution)
+//! and, in plan mode, by prompt variant.
 
+mod execution_text;
 pub mod project_docs;
 mod text;
 
 use ultraplan_protocol::ContentBlock;
 use ultraplan_protocol::events::CacheControl;
+use ultraplan_protocol::frames::AgentMode;
 use ultraplan_protocol::model::{Message, SystemBlock, ToolDefinition};
 use ultraplan_protocol::session::PromptVariant;
 
@@ -44,10 +47,24 @@ pub fn variant_spec(variant: PromptVariant) -> VariantSpec {
 /// The request prefix: system prompt and the tools (`base_tools` first, then the plan tools,
 /// then `extra_tools` such as `Task`), with cache breakpoints on the last block of each.
 pub fn prefix(base_tools: Vec<ToolDefinition>, extra_tools: Vec<ToolDefinition>) -> Prefix {
-    let mut system = vec![SystemBlock::text(text::SYSTEM)];
     let mut tools = base_tools;
     tools.extend(crate::plan_tools::definitions());
     tools.extend(extra_tools);
+    marked(text::SYSTEM, tools)
+}
+
+/// The execution-mode request prefix: the execution system prompt, `base_tools` (the
+/// workspace tools, writable ones included), then TodoWrite. No ExitPlanMode,
+/// AskUserQuestion or Task: the plan is approved and nobody is watching.
+pub fn execution_prefix(base_tools: Vec<ToolDefinition>) -> Prefix {
+    let mut tools = base_tools;
+    tools.push(crate::plan_tools::todo::execution_definition());
+    marked(execution_text::SYSTEM, tools)
+}
+
+/// A prefix with cache breakpoints on the system prompt and the last tool.
+fn marked(system: &str, mut tools: Vec<ToolDefinition>) -> Prefix {
+    let mut system = vec![SystemBlock::text(system)];
     if let Some(last) = system.last_mut() {
         last.cache_control = Some(CacheControl::ephemeral());
     }
@@ -60,6 +77,7 @@ pub fn prefix(base_tools: Vec<ToolDefinition>, extra_tools: Vec<ToolDefinition>)
 /// Everything the first user message is built from.
 #[derive(Debug, Clone, Copy)]
 pub struct FirstMessage<'a> {
+    pub mode: AgentMode,
     pub variant: PromptVariant,
     pub prompt: &'a str,
     pub draft_plan: Option<&'a str>,
@@ -67,8 +85,19 @@ pub struct FirstMessage<'a> {
 }
 
 /// The first user message: instructions, project instructions, the draft plan, then the
-/// user's own prompt, each its own text block.
+/// user's own prompt, each its own text block. In execution mode the instructions say the plan
+/// was approved, and the plan-mode extras (variant instructions, draft plan) are left out.
 pub fn first_message(input: FirstMessage<'_>) -> Message {
+    if input.mode == AgentMode::Execute {
+        let mut blocks = vec![execution_text::INSTRUCTIONS.to_owned()];
+        blocks.extend(project_docs::render_with(
+            project_docs::EXECUTION_INTRO,
+            input.project_docs,
+            project_docs::MAX_PROJECT_DOC_BYTES,
+        ));
+        blocks.push(input.prompt.to_owned());
+        return user(blocks.into_iter().map(ContentBlock::text).collect());
+    }
     let mut blocks = vec![text::instructions()];
     blocks.extend(variant_spec(input.variant).extra.map(str::to_owned));
     blocks.extend(project_docs::render(
@@ -110,6 +139,7 @@ mod tests {
         ];
         for (variant, draft, docs, blocks) in cases {
             let message = first_message(FirstMessage {
+                mode: AgentMode::Plan,
                 variant,
                 prompt: "fix login",
                 draft_plan: draft,
@@ -123,6 +153,52 @@ mod tests {
             if draft == Some("1. x") {
                 assert!(all.find("<draft-plan>") < all.find("fix login"));
             }
+        }
+    }
+
+    #[test]
+    fn execution_first_message_keeps_project_docs_and_drops_plan_extras() {
+        let docs = [ProjectDoc {
+            path: "CLAUDE.md".into(),
+            text: "use tabs".into(),
+            size: 8,
+        }];
+        let message = first_message(FirstMessage {
+            mode: AgentMode::Execute,
+            variant: PromptVariant::ThreeSubagentsWithCritique,
+            prompt: "fix login",
+            draft_plan: Some("1. x"),
+            project_docs: &docs,
+        });
+        assert_eq!(message.content.len(), 3);
+        let all = text_of(&message);
+        assert!(all.starts_with(execution_text::INSTRUCTIONS), "{all}");
+        assert!(all.contains("## CLAUDE.md\n\nuse tabs"), "{all}");
+        assert!(all.contains(project_docs::EXECUTION_INTRO), "{all}");
+        assert!(all.ends_with("fix login"));
+        assert!(!all.contains("<draft-plan>") && !all.contains("subagents"));
+        assert!(!all.to_lowercase().contains("ultraplan"));
+    }
+
+    #[test]
+    fn execution_prefix_offers_todo_after_the_workspace_tools() {
+        let base = vec![crate::tools::bash::definition()];
+        let p = execution_prefix(base);
+        let names: Vec<&str> = p.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["Bash", "TodoWrite"]);
+        assert!(p.tools[1].cache_control.is_some() && p.tools[0].cache_control.is_none());
+        assert_eq!(p.system[0].text, execution_text::SYSTEM);
+        assert!(p.system[0].cache_control.is_some());
+        let system = execution_text::SYSTEM.to_lowercase();
+        assert!(!system.contains("ultraplan"));
+        for needle in [
+            "approved plan",
+            "todowrite",
+            "no network",
+            "do not commit",
+            "summary",
+        ] {
+            assert!(system.contains(needle), "{needle}");
         }
     }
 

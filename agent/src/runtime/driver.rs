@@ -108,7 +108,10 @@ async fn start(
                 tx,
                 started: Instant::now(),
             };
-            session.run(rx).await
+            let ended = session.run(rx).await;
+            // Whatever ended the session (exit, stop, broken pipes), no command outlives it.
+            session.exec.kill_commands();
+            ended
         }
         Err(e) => {
             let text = format!("The agent could not start: {e}");

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use thiserror::Error;
 use ultraplan_protocol::EventBody;
-use ultraplan_protocol::frames::StartSettings;
+use ultraplan_protocol::frames::{AgentMode, StartSettings};
 
 use super::tool_exec::ToolExec;
 use crate::config::AgentConfig;
@@ -25,7 +25,8 @@ pub enum SetupError {
 }
 
 /// Opens the workspace at `root`, reads the project instructions, rebuilds the conversation
-/// and builds the prompts.
+/// and builds the prompts. Execution mode gets the writable tools and its own prompts, and
+/// never subagents.
 pub fn setup(
     root: &Path,
     settings: StartSettings,
@@ -34,28 +35,39 @@ pub fn setup(
 ) -> Result<(Agent, ToolExec), SetupError> {
     let workspace = Workspace::new(root)?;
     let docs = project_docs::load(&workspace);
-    let subagents = prompts::variant_spec(settings.prompt_variant)
-        .subagents
+    let executing = settings.mode == AgentMode::Execute;
+    let subagents = (!executing && prompts::variant_spec(settings.prompt_variant).subagents)
         .then(|| subagents::load(&workspace));
     let rebuilt = rebuild(transcript);
     let prompt = rebuilt.prompt.clone().ok_or(SetupError::NoPrompt)?;
     let first_message = prompts::first_message(FirstMessage {
+        mode: settings.mode,
         variant: settings.prompt_variant,
         prompt: &prompt,
         draft_plan: settings.draft_plan.as_deref(),
         project_docs: &docs,
     });
-    let exec = ToolExec::new(ToolRegistry::new(workspace), &config);
+    let registry = if executing {
+        ToolRegistry::writable(workspace)
+    } else {
+        ToolRegistry::new(workspace)
+    };
+    let exec = ToolExec::new(registry, &config);
     let base_tools = exec.definitions();
     let runnable = base_tools.iter().map(|t| t.name.clone()).collect();
-    let extra_tools = subagents
-        .iter()
-        .map(|s| task_tool::definition(&s.catalog))
-        .collect();
+    let prefix = if executing {
+        prompts::execution_prefix(base_tools)
+    } else {
+        let extra_tools = subagents
+            .iter()
+            .map(|s| task_tool::definition(&s.catalog))
+            .collect();
+        prompts::prefix(base_tools, extra_tools)
+    };
     let agent = Agent::new(Setup {
         settings,
         config,
-        prefix: prompts::prefix(base_tools, extra_tools),
+        prefix,
         first_message,
         rebuilt,
         runnable,
@@ -75,6 +87,18 @@ mod tests {
 
     /// The tool names of the first request, and the subtypes of the events before it.
     fn first_request(variant: PromptVariant) -> (Vec<String>, Vec<String>) {
+        let transcript = [EventBody::user_text("plan it")];
+        let (tools, systems, _) = first_request_in(AgentMode::Plan, variant, &transcript);
+        (tools, systems)
+    }
+
+    /// The tool names and system prompt of the first request in `mode`, and the subtypes of
+    /// the events before it.
+    fn first_request_in(
+        mode: AgentMode,
+        variant: PromptVariant,
+        transcript: &[EventBody],
+    ) -> (Vec<String>, Vec<String>, String) {
         let repo = tree(&[
             ("src/a.rs", b"fn a() {}\n"),
             (
@@ -85,28 +109,33 @@ mod tests {
         ]);
         let settings = StartSettings {
             session_id: "s".into(),
-            mode: AgentMode::Plan,
+            mode,
             prompt_variant: variant,
             model: "anthropic:test".into(),
             max_turns: 5,
             draft_plan: None,
         };
-        let transcript = [EventBody::user_text("plan it")];
         let (mut agent, _) =
-            setup(repo.path(), settings, &transcript, AgentConfig::default()).expect("setup");
+            setup(repo.path(), settings, transcript, AgentConfig::default()).expect("setup");
         let mut tools = Vec::new();
         let mut systems = Vec::new();
-        for effect in agent.handle(Input::Begin) {
+        let mut system_prompt = String::new();
+        let effects = agent.handle(Input::Begin);
+        assert!(
+            matches!(effects.last(), Some(Effect::Request { .. })),
+            "{effects:?}"
+        );
+        for effect in effects {
             match effect {
                 Effect::Request { request, .. } => {
-                    assert_eq!(request.messages.len(), 1);
                     tools = request.tools.into_iter().map(|t| t.name).collect();
+                    system_prompt = request.system.into_iter().map(|b| b.text).collect();
                 }
                 Effect::Emit(EventBody::System(s)) => systems.push(s.subtype),
                 _ => {}
             }
         }
-        (tools, systems)
+        (tools, systems, system_prompt)
     }
 
     #[test]
@@ -119,5 +148,35 @@ mod tests {
         let (tools, systems) = first_request(PromptVariant::ThreeSubagentsWithCritique);
         assert_eq!(tools.last().map(String::as_str), Some("Task"));
         assert_eq!(systems, ["agent_definition_invalid"]);
+    }
+
+    #[test]
+    fn execution_mode_offers_the_writable_tools_and_never_task() {
+        use serde_json::json;
+        use ultraplan_protocol::ContentBlock;
+
+        let transcript = [
+            EventBody::user_text("plan it"),
+            EventBody::assistant(vec![ContentBlock::tool_use(
+                "p1",
+                "ExitPlanMode",
+                json!({"plan": "1. Do it."}),
+            )]),
+            EventBody::tool_result("p1", "## Approved Plan:\n1. Do it.", false),
+        ];
+        for variant in [
+            PromptVariant::SimplePlan,
+            PromptVariant::ThreeSubagentsWithCritique,
+        ] {
+            let (tools, systems, system) =
+                first_request_in(AgentMode::Execute, variant, &transcript);
+            let want = ["Glob", "Grep", "Read", "Write", "Edit", "Bash", "TodoWrite"];
+            assert_eq!(tools, want, "{variant:?}");
+            assert!(systems.is_empty(), "{variant:?}: {systems:?}");
+            assert!(
+                system.contains("implementing it in a writable copy"),
+                "{system}"
+            );
+        }
     }
 }

@@ -1,6 +1,8 @@
-//! Runs a batch of read-only tool calls concurrently, keeping their order, and spills
-//! oversized outputs to disk. `Read` calls on a spilled file are served from the spill folder
-//! (outside the repository), so the model can page through it.
+//! Runs a batch of tool calls, keeping their order, and spills oversized outputs to disk. In
+//! plan mode (read-only tools) the calls of a batch run concurrently; with the writable tools
+//! (execution mode) they run one after another, in order, since each may change the tree the
+//! next one sees. `Read` calls on a spilled file are served from the spill folder (outside the
+//! repository), so the model can page through it.
 
 use std::path::{Path, PathBuf};
 
@@ -41,8 +43,17 @@ impl ToolExec {
         self.registry.definitions()
     }
 
-    /// Runs `calls` concurrently; the outputs come back in the order of the calls.
+    /// Kills every command still running (the session is over).
+    pub fn kill_commands(&self) {
+        self.registry.kill_commands();
+    }
+
+    /// Runs `calls`, concurrently or in order (see the module docs); the outputs come back in
+    /// the order of the calls.
     pub async fn run_batch(&self, calls: Vec<ToolCall>) -> Vec<ToolOutput> {
+        if self.registry.is_writable() {
+            return self.run_in_order(calls).await;
+        }
         let handles: Vec<_> = calls
             .into_iter()
             .map(|call| {
@@ -53,6 +64,22 @@ impl ToolExec {
         let mut outputs = Vec::with_capacity(handles.len());
         for handle in handles {
             outputs.push(handle.await.unwrap_or_else(|e| {
+                tracing::error!(error = %e, "tool task failed");
+                ToolOutput::error("The tool failed unexpectedly; try again or another way.")
+            }));
+        }
+        outputs
+    }
+
+    /// Runs `calls` one after another, each started once the previous one finished. Each runs
+    /// in its own task (a panic becomes an error output), aborted if this future is dropped.
+    async fn run_in_order(&self, calls: Vec<ToolCall>) -> Vec<ToolOutput> {
+        let mut outputs = Vec::with_capacity(calls.len());
+        for call in calls {
+            let exec = self.clone();
+            let mut task = AbortOnDrop(tokio::spawn(async move { exec.run_one(call).await }));
+            let output = (&mut task.0).await;
+            outputs.push(output.unwrap_or_else(|e| {
                 tracing::error!(error = %e, "tool task failed");
                 ToolOutput::error("The tool failed unexpectedly; try again or another way.")
             }));
@@ -88,6 +115,15 @@ impl ToolExec {
     }
 }
 
+/// A task aborted when its handle is dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Reads a spilled file; the output is cut (never spilled again) at `max_chars`.
 fn read_spilled(dir: &Path, input: &ReadInput, max_chars: usize) -> ToolOutput {
     let workspace = match Workspace::new(dir) {
@@ -115,13 +151,19 @@ mod tests {
     use crate::test_support::tree;
 
     fn exec(root: &Path, spill_dir: &Path) -> ToolExec {
+        exec_with(
+            ToolRegistry::new(Workspace::new(root).expect("workspace")),
+            spill_dir,
+        )
+    }
+
+    fn exec_with(registry: ToolRegistry, spill_dir: &Path) -> ToolExec {
         let mut config = AgentConfig {
             spill_dir: spill_dir.to_path_buf(),
             ..AgentConfig::default()
         };
         config.context.spill_chars = 300;
         config.context.preview_lines = 2;
-        let registry = ToolRegistry::new(Workspace::new(root).expect("workspace"));
         ToolExec::new(registry, &config)
     }
 
@@ -178,5 +220,33 @@ mod tests {
             "{}",
             whole[0].content
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writable_batches_run_in_order_and_still_spill() {
+        let repo = tree(&[("a.txt", b"alpha\n")]);
+        let spill_dir = tempfile::tempdir().expect("tempdir");
+        let registry = ToolRegistry::writable(Workspace::new(repo.path()).expect("workspace"));
+        let exec = exec_with(registry, spill_dir.path());
+        let edit = |old: &str, new: &str| json!({"file_path": "n.txt", "old_string": old, "new_string": new});
+        let outputs = exec
+            .run_batch(vec![
+                call("w", "Write", json!({"file_path": "n.txt", "content": "v1"})),
+                call("e1", "Edit", edit("v1", "v2")),
+                call(
+                    "b",
+                    "Bash",
+                    json!({"command": "cat n.txt; echo; seq 1 500"}),
+                ),
+                call("e2", "Edit", edit("v2", "v3")),
+                call("r", "Read", json!({"file_path": "n.txt"})),
+            ])
+            .await;
+        let texts: Vec<&str> = outputs.iter().map(|o| o.content.as_str()).collect();
+        assert!(outputs.iter().all(|o| !o.is_error), "{texts:?}");
+        assert!(texts[2].starts_with("v2\n1\n"), "{}", texts[2]);
+        assert!(texts[2].contains("[Output too large"), "{}", texts[2]);
+        assert!(texts[4].contains("v3"), "{}", texts[4]);
+        assert!(spill_dir.path().join("b.txt").exists());
     }
 }

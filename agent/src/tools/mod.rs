@@ -1,9 +1,12 @@
-//! The agent's read-only tools: `Glob`, `Grep` and `Read`, plus the [`ToolRegistry`] that
-//! dispatches a model's tool_use to them.
+//! The agent's workspace tools, plus the [`ToolRegistry`] that dispatches a model's tool_use to
+//! them: the read-only `Glob`, `Grep` and `Read` (every mode), and `Write`, `Edit` and `Bash`,
+//! which change the workspace (execution mode only).
 //!
 //! A tool's failure (bad input, missing file, invalid regex, …) is not a Rust error: it becomes a
 //! [`ToolOutput`] with `is_error: true` and goes back to the model, which can correct itself.
 
+pub mod bash;
+pub mod edit;
 pub mod glob;
 pub mod grep;
 mod grep_output;
@@ -11,6 +14,7 @@ mod grep_sink;
 pub mod read;
 mod registry;
 mod walk;
+pub mod write;
 
 use serde::de::DeserializeOwned;
 use thiserror::Error;
@@ -20,6 +24,15 @@ use ultraplan_protocol::events::ToolResultContent;
 use crate::workspace::WorkspaceError;
 
 pub use registry::ToolRegistry;
+
+/// The tools that change the workspace or run commands. A call of one of them that was cut
+/// short by a restart is not repeated on resume (it may have taken effect).
+pub const MUTATING_TOOLS: [&str; 3] = [write::NAME, edit::NAME, bash::NAME];
+
+/// Whether `name` is one of [`MUTATING_TOOLS`].
+pub fn is_mutating(name: &str) -> bool {
+    MUTATING_TOOLS.contains(&name)
+}
 
 /// The result of one tool call, as returned to the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +93,13 @@ pub enum ToolError {
     /// Reading a file failed.
     #[error("cannot read `{path}`: {source}")]
     Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Writing a file (or creating its directories) failed.
+    #[error("cannot write `{path}`: {source}")]
+    Write {
         path: String,
         #[source]
         source: std::io::Error,

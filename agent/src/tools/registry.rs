@@ -5,13 +5,19 @@ use std::sync::Arc;
 use serde_json::Value;
 use ultraplan_protocol::model::ToolDefinition;
 
-use super::{ToolError, ToolOutput, glob, grep, read};
+use super::bash::group::LiveGroups;
+use super::{ToolError, ToolOutput, bash, edit, glob, grep, read, write};
 use crate::workspace::Workspace;
 
-/// The read-only tools, bound to one workspace. Cheap to clone; calls may run concurrently.
+/// The tools of one workspace: the read-only ones, plus `Write`, `Edit` and `Bash` when the
+/// registry is [writable](ToolRegistry::writable). Cheap to clone. Read-only calls may run
+/// concurrently; the writable tools are meant to run one at a time, in order.
 #[derive(Debug, Clone)]
 pub struct ToolRegistry {
     workspace: Arc<Workspace>,
+    writable: bool,
+    /// Process groups of `Bash` commands still running.
+    live: LiveGroups,
 }
 
 /// One tool's entry point: raw input in, text or a model-facing error out.
@@ -20,18 +26,34 @@ type Runner = fn(&Workspace, Value) -> Result<String, ToolError>;
 /// A tool's name, definition and entry point.
 type Entry = (&'static str, fn() -> ToolDefinition, Runner);
 
-/// The tools, in the order they are offered to the model.
-const TOOLS: [Entry; 3] = [
+/// The read-only tools, in the order they are offered to the model.
+const READ_TOOLS: [Entry; 3] = [
     (glob::NAME, glob::definition, glob::run),
     (grep::NAME, grep::definition, grep::run),
     (read::NAME, read::definition, read::run),
 ];
 
+/// The blocking writable tools, offered after the read-only ones (then `Bash`).
+const WRITE_TOOLS: [Entry; 2] = [
+    (write::NAME, write::definition, write::run),
+    (edit::NAME, edit::definition, edit::run),
+];
+
 impl ToolRegistry {
-    /// The tools working in `workspace`.
+    /// The read-only tools working in `workspace` (plan mode).
     pub fn new(workspace: Workspace) -> Self {
         ToolRegistry {
             workspace: Arc::new(workspace),
+            writable: false,
+            live: LiveGroups::default(),
+        }
+    }
+
+    /// Every tool, the writable ones included, working in `workspace` (execution mode).
+    pub fn writable(workspace: Workspace) -> Self {
+        ToolRegistry {
+            writable: true,
+            ..ToolRegistry::new(workspace)
         }
     }
 
@@ -40,24 +62,42 @@ impl ToolRegistry {
         &self.workspace
     }
 
-    /// The definitions offered to the model.
+    /// Whether `Write`, `Edit` and `Bash` are offered.
+    pub fn is_writable(&self) -> bool {
+        self.writable
+    }
+
+    /// The definitions offered to the model: Glob, Grep, Read, then Write, Edit, Bash.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
-        TOOLS
-            .iter()
+        let mut definitions: Vec<ToolDefinition> = self
+            .entries()
             .map(|(_, definition, _)| definition())
-            .collect()
+            .collect();
+        if self.writable {
+            definitions.push(bash::definition());
+        }
+        definitions
     }
 
     /// Whether a tool of this name exists here.
     pub fn has(&self, name: &str) -> bool {
-        runner(name).is_some()
+        self.runner(name).is_some() || self.is_bash(name)
     }
 
-    /// Runs the tool `name` on `input` on the blocking pool. Every failure (unknown tool,
-    /// invalid input, a refused path, even a panic inside the tool) becomes an error output.
+    /// Kills every command still running (the session is over).
+    pub fn kill_commands(&self) {
+        self.live.kill_all();
+    }
+
+    /// Runs the tool `name` on `input`: `Bash` as a child process, the others on the blocking
+    /// pool. Every failure (unknown tool, invalid input, a refused path, even a panic inside
+    /// the tool) becomes an error output.
     pub async fn run(&self, name: &str, input: Value) -> ToolOutput {
-        let Some(run) = runner(name) else {
-            return unknown_tool(name);
+        if self.is_bash(name) {
+            return bash::run(&self.workspace, input, &self.live).await;
+        }
+        let Some(run) = self.runner(name) else {
+            return self.unknown_tool(name);
         };
         let workspace = Arc::clone(&self.workspace);
         match tokio::task::spawn_blocking(move || ToolOutput::from(run(&workspace, input))).await {
@@ -72,27 +112,40 @@ impl ToolRegistry {
     }
 
     /// Runs the tool `name` on the current thread (for callers that are already blocking).
+    /// `Bash` needs the async runtime and is refused here.
     pub fn run_blocking(&self, name: &str, input: Value) -> ToolOutput {
-        match runner(name) {
+        if self.is_bash(name) {
+            return ToolOutput::error(format!("{name} cannot run from a blocking caller"));
+        }
+        match self.runner(name) {
             Some(run) => ToolOutput::from(run(&self.workspace, input)),
-            None => unknown_tool(name),
+            None => self.unknown_tool(name),
         }
     }
-}
 
-fn runner(name: &str) -> Option<Runner> {
-    TOOLS
-        .iter()
-        .find(|(tool, _, _)| *tool == name)
-        .map(|(_, _, run)| *run)
-}
+    /// The blocking tools offered here.
+    fn entries(&self) -> impl Iterator<Item = &'static Entry> {
+        let writable: &'static [Entry] = if self.writable { &WRITE_TOOLS } else { &[] };
+        READ_TOOLS.iter().chain(writable)
+    }
 
-fn unknown_tool(name: &str) -> ToolOutput {
-    let known: Vec<&str> = TOOLS.iter().map(|(tool, _, _)| *tool).collect();
-    ToolOutput::error(format!(
-        "Unknown tool `{name}`. Available tools: {}.",
-        known.join(", ")
-    ))
+    fn is_bash(&self, name: &str) -> bool {
+        self.writable && name == bash::NAME
+    }
+
+    fn runner(&self, name: &str) -> Option<Runner> {
+        self.entries()
+            .find(|(tool, _, _)| *tool == name)
+            .map(|(_, _, run)| *run)
+    }
+
+    fn unknown_tool(&self, name: &str) -> ToolOutput {
+        let known: Vec<String> = self.definitions().into_iter().map(|d| d.name).collect();
+        ToolOutput::error(format!(
+            "Unknown tool `{name}`. Available tools: {}.",
+            known.join(", ")
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -191,14 +244,60 @@ mod tests {
 
     #[test]
     fn definitions_have_object_schemas() {
-        let (_dir, tools) = registry();
+        let (dir, tools) = registry();
         let names: Vec<String> = tools.definitions().into_iter().map(|d| d.name).collect();
         assert_eq!(names, ["Glob", "Grep", "Read"]);
-        for def in tools.definitions() {
-            assert_eq!(def.input_schema["type"], "object", "{}", def.name);
-            assert!(def.input_schema["required"].is_array(), "{}", def.name);
-            assert!(def.description.len() > 80, "{}", def.name);
-            assert!(tools.has(&def.name));
+        let writable = ToolRegistry::writable(Workspace::new(dir.path()).expect("workspace"));
+        let names: Vec<String> = writable.definitions().into_iter().map(|d| d.name).collect();
+        assert_eq!(names, ["Glob", "Grep", "Read", "Write", "Edit", "Bash"]);
+        for registry in [&tools, &writable] {
+            for def in registry.definitions() {
+                assert_eq!(def.input_schema["type"], "object", "{}", def.name);
+                assert!(def.input_schema["required"].is_array(), "{}", def.name);
+                assert!(def.description.len() > 80, "{}", def.name);
+                assert!(registry.has(&def.name));
+            }
         }
+        for name in ["Write", "Edit", "Bash"] {
+            assert!(!tools.has(name), "{name} is not offered in plan mode");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_writable_registry_writes_edits_and_runs() {
+        let (dir, _) = registry();
+        let tools = ToolRegistry::writable(Workspace::new(dir.path()).expect("workspace"));
+        let cases = [
+            (
+                "Write",
+                json!({"file_path": "n.txt", "content": "one\n"}),
+                "Created n.txt",
+            ),
+            (
+                "Edit",
+                json!({"file_path": "n.txt", "old_string": "one", "new_string": "two"}),
+                "Edited n.txt: 1 replacement.",
+            ),
+            ("Bash", json!({"command": "cat n.txt"}), "two"),
+            ("Read", json!({"file_path": "n.txt"}), "     1\ttwo"),
+        ];
+        for (name, input, needle) in cases {
+            let out = tools.run(name, input).await;
+            assert!(
+                !out.is_error && out.content.contains(needle),
+                "{name}: {}",
+                out.content
+            );
+        }
+        let blocked = tools.run_blocking("Bash", json!({"command": "ls"}));
+        assert!(blocked.is_error, "{}", blocked.content);
+        let unknown = tools.run("Task", json!({})).await;
+        assert!(
+            unknown
+                .content
+                .ends_with("Glob, Grep, Read, Write, Edit, Bash."),
+            "{}",
+            unknown.content
+        );
     }
 }

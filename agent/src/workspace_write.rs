@@ -1,0 +1,145 @@
+//! The write side of the workspace: where a file may be created or replaced.
+//!
+//! The path is confined exactly like a read: relative or absolute under the root, no `..`
+//! above it. Then it is walked one component at a time from the canonical root: every
+//! component that exists is canonicalized (so symlinks are followed) and must stay inside the
+//! root; the first missing component starts the part still to be created, which is made of
+//! plain names only. A symlinked parent directory or a symlinked file pointing outside is
+//! therefore refused before anything is written.
+
+use std::io;
+use std::path::{Component, PathBuf};
+
+use super::{Workspace, WorkspaceError, normalize};
+
+impl Workspace {
+    /// Resolves a user path for writing. The file and any of its parent directories may be
+    /// missing; the result is the canonical existing part joined with the missing names, always
+    /// inside the root. The root itself is refused (it is a directory).
+    pub fn resolve_for_write(&self, user_path: &str) -> Result<PathBuf, WorkspaceError> {
+        let relative = self.relative_part(user_path)?;
+        let normalized = normalize(&relative).ok_or_else(|| WorkspaceError::Escapes {
+            path: user_path.to_owned(),
+            root: self.given.clone(),
+        })?;
+        let names: Vec<_> = normalized
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(name) => Some(name),
+                _ => None,
+            })
+            .collect();
+        if names.is_empty() {
+            return Err(WorkspaceError::Io {
+                path: user_path.to_owned(),
+                source: io::Error::new(
+                    io::ErrorKind::IsADirectory,
+                    "the workspace root is a directory",
+                ),
+            });
+        }
+        let mut existing = self.root.clone();
+        for (i, name) in names.iter().enumerate() {
+            let next = existing.join(name);
+            match std::fs::symlink_metadata(&next) {
+                Ok(_) => existing = self.confine_existing(user_path, &next)?,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Ok(names[i..].iter().fold(existing, |path, n| path.join(n)));
+                }
+                Err(source) => {
+                    return Err(WorkspaceError::Io {
+                        path: user_path.to_owned(),
+                        source,
+                    });
+                }
+            }
+        }
+        Ok(existing)
+    }
+
+    /// Canonicalizes an entry known to exist (possibly a symlink) and checks it stays inside;
+    /// a dangling symlink is refused whether or not it would escape.
+    fn confine_existing(
+        &self,
+        user_path: &str,
+        joined: &std::path::Path,
+    ) -> Result<PathBuf, WorkspaceError> {
+        match self.confine(user_path, joined) {
+            Err(WorkspaceError::NotFound { .. }) => Err(WorkspaceError::BrokenSymlink {
+                path: user_path.to_owned(),
+            }),
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::test_support::{symlink, tree};
+
+    /// What a write resolution is expected to give.
+    #[derive(Debug)]
+    enum Want {
+        /// Resolves to this path relative to the root.
+        Ok(&'static str),
+        Escapes,
+        OutsideRoot,
+        SymlinkEscape,
+        BrokenSymlink,
+        Io,
+    }
+
+    #[test]
+    fn write_paths_are_confined_like_reads() {
+        let outside = tree(&[("secret.txt", b"s")]);
+        let dir = tree(&[("src/main.rs", b"fn main() {}"), ("README.md", b"r")]);
+        let root = dir.path();
+        symlink(root, "link_out", outside.path());
+        symlink(root, "file_out", &outside.path().join("secret.txt"));
+        symlink(root, "new_out", &outside.path().join("new.txt"));
+        symlink(root, "link_in", Path::new("src"));
+        symlink(root, "dangling_in", Path::new("nowhere"));
+        let ws = Workspace::new(root).expect("workspace");
+        let abs_new = format!("{}/src/new.rs", root.display());
+
+        let cases: Vec<(&str, Want)> = vec![
+            ("src/main.rs", Want::Ok("src/main.rs")),
+            ("src/new.rs", Want::Ok("src/new.rs")),
+            ("a/b/c/new.txt", Want::Ok("a/b/c/new.txt")),
+            ("./src/../notes.md", Want::Ok("notes.md")),
+            (&abs_new, Want::Ok("src/new.rs")),
+            ("link_in/lib.rs", Want::Ok("src/lib.rs")),
+            ("link_in/main.rs", Want::Ok("src/main.rs")),
+            ("", Want::Io),
+            (".", Want::Io),
+            ("README.md/x", Want::Io),
+            ("../x", Want::Escapes),
+            ("src/../../x", Want::Escapes),
+            ("/etc/passwd", Want::OutsideRoot),
+            ("/tmp/x", Want::OutsideRoot),
+            ("link_out/new.txt", Want::SymlinkEscape),
+            ("link_out/secret.txt", Want::SymlinkEscape),
+            ("file_out", Want::SymlinkEscape),
+            ("new_out", Want::SymlinkEscape),
+            ("dangling_in", Want::BrokenSymlink),
+            ("dangling_in/x", Want::BrokenSymlink),
+        ];
+        for (input, want) in &cases {
+            let got = ws.resolve_for_write(input);
+            match (want, &got) {
+                (Want::Ok(rel), Ok(path)) => {
+                    assert_eq!(path, &ws.root().join(rel), "input {input:?}");
+                }
+                (Want::Escapes, Err(WorkspaceError::Escapes { .. }))
+                | (Want::OutsideRoot, Err(WorkspaceError::OutsideRoot { .. }))
+                | (Want::SymlinkEscape, Err(WorkspaceError::SymlinkEscape { .. }))
+                | (Want::BrokenSymlink, Err(WorkspaceError::BrokenSymlink { .. }))
+                | (Want::Io, Err(WorkspaceError::Io { .. })) => {}
+                _ => panic!("input {input:?}: wanted {want:?}, got {got:?}"),
+            }
+        }
+    }
+}
