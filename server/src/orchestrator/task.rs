@@ -122,6 +122,10 @@ impl SessionTask {
                 .await?
             {
                 RunEnd::Execute => self.reset_for_next_agent(),
+                RunEnd::Over if self.approved_meanwhile().await => {
+                    self.reset_for_next_agent();
+                    self.lifecycle = Lifecycle::new(self.inner.settings.execute);
+                }
                 RunEnd::Over => break,
             }
         }
@@ -208,13 +212,28 @@ impl SessionTask {
     /// Past the deadline. An execution's patch is taken before the session is archived, so
     /// the work done so far is kept and reported first.
     async fn on_timeout(&mut self, timeout_seconds: u64) {
+        self.cut_short = Some(format!("the {timeout_seconds}-second limit"));
         if self.mode == AgentMode::Execute {
-            self.cut_short = Some(format!("the {timeout_seconds}-second limit"));
             self.wait_for_exit().await;
             self.process = None;
             self.finish_execution().await;
         }
         self.apply(Input::TimedOut { timeout_seconds }).await;
+    }
+
+    /// A planning agent that ended cleanly while its plan was being approved (the decision
+    /// reached it before it was ready to hand over): execution still starts.
+    async fn approved_meanwhile(&self) -> bool {
+        if self.mode != AgentMode::Plan || self.cut_short.is_some() || !self.saw_done {
+            return false;
+        }
+        let (Ok(transcript), Ok(execution)) = (self.transcript().await, self.execution().await)
+        else {
+            return false;
+        };
+        let mode =
+            crate::execution::mode_for(&transcript, execution.as_ref(), self.inner.settings.execute);
+        mode == AgentMode::Execute
     }
 
     fn reset_for_next_agent(&mut self) {
