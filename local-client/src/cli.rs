@@ -78,6 +78,40 @@ pub struct SessionId {
     pub id: String,
 }
 
+/// Arguments of `pull`.
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    #[command(flatten)]
+    pub session: SessionId,
+
+    /// Show the per-file report of what would happen; change nothing (no stash, no worktree,
+    /// no files).
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Apply on a new branch ultraplan/ID in a fresh git worktree (at the session's base
+    /// commit when this repository has it, else HEAD).
+    #[arg(long, conflicts_with = "stash")]
+    pub worktree: bool,
+
+    /// With local changes: stash them (untracked files included), apply, then pop them.
+    #[arg(long)]
+    pub stash: bool,
+
+    /// Where to create the worktree; implies --worktree [default: <repo>.ultraplan-<first 8
+    /// characters of ID>, next to the repository].
+    #[arg(long, value_name = "PATH", conflicts_with = "stash")]
+    pub worktree_dir: Option<PathBuf>,
+
+    /// Fail at once while the plan is still being executed, instead of waiting for the patch.
+    #[arg(long)]
+    pub no_wait: bool,
+
+    /// The repository to apply the patch to (any directory inside it).
+    #[arg(long, short = 'C', value_name = "PATH", default_value = ".")]
+    pub repo: PathBuf,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Start a remote planning session for this repository.
@@ -123,9 +157,25 @@ pub enum Command {
     },
     /// Bring the pending plan back to this terminal to implement it locally.
     Teleport(SessionId),
-    /// Bring a teleported plan here: save it under .ultraplan/plans/, print it, and archive
-    /// the session.
-    Pull(SessionId),
+    /// Bring a session's result here: a teleported plan, or the patch of a plan executed
+    /// remotely.
+    ///
+    /// A teleported plan is saved under .ultraplan/plans/, printed, and the session archived.
+    ///
+    /// An approved plan is executed remotely; its patch is downloaded (waiting for the
+    /// execution to finish unless --no-wait) and applied to the repository around the current
+    /// directory (at its top level), never committed. Each file is checked first: it applies,
+    /// it is already applied (skipped), or it conflicts. With a clean tree and no conflicts the
+    /// patch goes into the working tree. With uncommitted changes or conflicts nothing is
+    /// touched unless you choose: a new branch ultraplan/ID in a fresh worktree at the
+    /// session's base commit (--worktree), or stash your changes, apply, pop them (--stash). A
+    /// terminal asks; without one, the choices are printed and nothing changes.
+    #[command(
+        after_help = "Exit status: 0 applied, or nothing to do; 1 conflicts, a dirty \
+                            tree left untouched, cancelled, or another failure; 2 usage \
+                            errors (bad arguments, not a git repository)."
+    )]
+    Pull(PullArgs),
     /// Save the server URL and token (taken from --server and --token).
     Login,
     /// Print the keyword triggers of TEXT and its rewrite, as one JSON line.
@@ -243,5 +293,35 @@ mod tests {
         assert_eq!(cli.global.server.as_deref(), Some("http://x"));
         assert!(parse(&["reject", "s1"]).is_err());
         assert!(parse(&["hook", "claude-code"]).is_ok());
+    }
+
+    #[test]
+    fn pull_flags() {
+        let cli = parse(&["pull", "s1"]).unwrap();
+        let Some(Command::Pull(args)) = cli.command else {
+            panic!("not a pull");
+        };
+        assert_eq!(args.session.id, "s1");
+        assert!(!args.dry_run && !args.worktree && !args.stash && !args.no_wait);
+        assert_eq!(args.repo, std::path::Path::new("."));
+        let cli = parse(&[
+            "pull",
+            "s1",
+            "--dry-run",
+            "--worktree-dir",
+            "/x",
+            "--no-wait",
+        ])
+        .unwrap();
+        let Some(Command::Pull(args)) = cli.command else {
+            panic!("not a pull");
+        };
+        assert!(args.dry_run && args.no_wait);
+        assert_eq!(
+            args.worktree_dir.as_deref(),
+            Some(std::path::Path::new("/x"))
+        );
+        assert!(parse(&["pull", "s1", "--worktree", "--stash"]).is_err());
+        assert!(parse(&["pull", "s1", "--worktree-dir", "/x", "--stash"]).is_err());
     }
 }

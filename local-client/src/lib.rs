@@ -9,6 +9,7 @@
 //! - [`poll`]: the detached poller (a pure state machine and its async driver);
 //! - [`state`]: the watcher's state files; [`pill`]: the status line;
 //! - [`teleport`], [`plan_file`]: bringing a plan back; [`hook`]: the Claude Code hook;
+//! - [`patch`]: applying the patch of a remotely executed plan;
 //! - [`repl`]: the interactive prompt's highlighter, notice and launch guard.
 
 pub mod api;
@@ -17,6 +18,7 @@ pub mod config;
 pub mod hook;
 pub mod keyword;
 pub mod launch;
+pub mod patch;
 pub mod paths;
 pub mod pill;
 pub mod plan_file;

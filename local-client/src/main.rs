@@ -96,7 +96,7 @@ async fn session_command(env: &Env, command: Command) -> anyhow::Result<ExitCode
             cmd::review::reject(env, &session.id, &message).await
         }
         Command::Teleport(s) => cmd::review::teleport(env, &s.id).await,
-        Command::Pull(s) => cmd::pull::command(env, &s.id).await,
+        Command::Pull(args) => cmd::pull::command(env, &args).await,
         other => anyhow::bail!("`{}` is handled elsewhere", other.name()),
     }
 }

@@ -1,5 +1,6 @@
 //! The session commands against the scripted server: login and configuration precedence,
-//! status, list, open, stop, approve, reject, teleport, pull, and the teleport-back hint.
+//! status, list, open, stop, approve, reject, teleport, pull of a teleported plan (the patch
+//! of an executed plan: tests/pull.rs), and the teleport-back hint.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -340,27 +341,4 @@ fn pull_saves_prints_and_archives_a_teleported_plan() {
     let state = home.read_state(SESSION_ID).unwrap();
     assert_eq!(state["handled"], "pull");
     assert_eq!(state["archived"], true);
-}
-
-#[test]
-fn pull_of_an_approved_plan_is_not_available_yet() {
-    let home = Home::new();
-    let server = Server::start(
-        Config {
-            plans: vec![plan("t1", 1, "approved")],
-            ..Config::default()
-        },
-        vec![],
-    );
-    let out = home
-        .cmd(home.path())
-        .args(["--server", &server.url, "pull", SESSION_ID])
-        .assert()
-        .code(1);
-    assert!(
-        out_text(out.get_output())
-            .1
-            .contains("not available in this version yet")
-    );
-    assert_eq!(server.recorded().archives, 0);
 }

@@ -21,6 +21,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long an ordinary request may take, long-poll `wait` excluded.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long downloading a patch may take.
+const PATCH_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// What archiving did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Archived {
@@ -225,6 +228,23 @@ impl Client {
             decision,
         )
         .await
+    }
+
+    /// `GET /v1/sessions/{id}/patch`: the raw unified diff remote execution produced, byte for
+    /// byte (empty when it changed nothing). 409 `execution_running` while the agent still
+    /// executes, 404 `no_patch` when nothing was executed.
+    pub async fn patch(&self, id: &str) -> Result<Vec<u8>, ApiError> {
+        let builder = self
+            .request(reqwest::Method::GET, &format!("/v1/sessions/{id}/patch"))
+            .header(reqwest::header::ACCEPT, "text/x-diff")
+            .timeout(PATCH_TIMEOUT);
+        let response = self.send(builder).await?;
+        let url = response.url().to_string();
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| ApiError::unreachable(&url, &e))?;
+        Ok(bytes.to_vec())
     }
 
     /// `POST /v1/sessions/{id}/archive`; a 409 (already archived) counts as success.

@@ -1,5 +1,8 @@
 //! `ultraplan pull ID`: bring a teleported plan here — save it as "Save to file" does, print
-//! it, archive the session. Approved sessions would pull a patch, which is not available yet.
+//! it, archive the session; or, for a plan approved and executed remotely, apply its patch to
+//! this repository ([`patch`]).
+
+mod patch;
 
 use std::process::ExitCode;
 
@@ -9,9 +12,23 @@ use ultraplan::state::{Handled, Outcome, SessionState};
 use ultraplan_protocol::api::PlanStatus;
 
 use super::{Env, archive_and_record, repo_root_of};
+use crate::cli::PullArgs;
+
+/// A flag that only means something for a patch.
+fn patch_only_flag(args: &PullArgs) -> Option<&'static str> {
+    [
+        (args.dry_run, "--dry-run"),
+        (args.worktree, "--worktree"),
+        (args.worktree_dir.is_some(), "--worktree-dir"),
+        (args.stash, "--stash"),
+    ]
+    .into_iter()
+    .find_map(|(set, flag)| set.then_some(flag))
+}
 
 /// The `pull` command.
-pub async fn command(env: &Env, id: &str) -> anyhow::Result<ExitCode> {
+pub async fn command(env: &Env, args: &PullArgs) -> anyhow::Result<ExitCode> {
+    let id = args.session.id.as_str();
     let (client, settings) = env.client()?;
     let local = env.store.load(id)?;
     let plans = client
@@ -25,22 +42,34 @@ pub async fn command(env: &Env, id: &str) -> anyhow::Result<ExitCode> {
     let plan = match (newest.map(|p| p.status), &local) {
         (Some(PlanStatus::Teleported), _) => newest.map(|p| p.plan.clone()),
         (_, Some(s)) if s.outcome == Some(Outcome::Teleport) => s.plan.clone(),
-        (Some(PlanStatus::Approved), _) => {
-            eprintln!(
-                "ultraplan: the plan of session {id} was approved and is executed remotely; \
-                 pulling its patch is not available in this version yet."
-            );
-            return Ok(ExitCode::FAILURE);
-        }
+        (Some(PlanStatus::Approved), _) => return patch::command(&client, args).await,
         (Some(PlanStatus::Pending), _) => bail!(
-            "the plan of session {id} still waits for review; teleport it first with \
+            "the plan of session {id} still waits for review; approve it (the agent then \
+             implements it remotely and `pull` applies the patch) or teleport it first with \
              `ultraplan teleport {id}`"
         ),
-        _ => bail!("session {id} has no teleported plan to pull"),
+        _ => {
+            // No decision we know of: a session may still carry an execution.
+            let session = client.session(id).await.context("looking the session up")?;
+            if session.execution.is_some() {
+                return patch::command(&client, args).await;
+            }
+            bail!(
+                "session {id} has nothing to pull: no teleported plan, and no plan approved \
+                 for remote execution"
+            )
+        }
     };
     let Some(plan) = plan else {
         bail!("session {id} has no teleported plan to pull");
     };
+    if let Some(flag) = patch_only_flag(args) {
+        eprintln!(
+            "ultraplan: {flag} is for the patch of a plan executed remotely; session {id} has a \
+             teleported plan: run `ultraplan pull {id}` without it. Nothing was changed."
+        );
+        return Ok(ExitCode::from(patch::USAGE));
+    }
     let title = match &local {
         Some(s) => s.title.clone(),
         None => client

@@ -18,7 +18,7 @@ use ultraplan_protocol::constants::{
 use super::Env;
 
 /// Overrides the poll interval, in milliseconds (tests).
-const INTERVAL_ENV: &str = "ULTRAPLAN_POLL_INTERVAL_MS";
+pub(super) const INTERVAL_ENV: &str = "ULTRAPLAN_POLL_INTERVAL_MS";
 
 /// Long-poll `wait` for the events request, in seconds (default: plain polling).
 const WAIT_ENV: &str = "ULTRAPLAN_POLL_WAIT_SECS";
@@ -120,7 +120,7 @@ fn report(state: &SessionState, json: bool, detached: bool, last: &mut String) {
     }
 }
 
-fn env_duration(name: &str, make: impl Fn(u64) -> Duration) -> Option<Duration> {
+pub(super) fn env_duration(name: &str, make: impl Fn(u64) -> Duration) -> Option<Duration> {
     std::env::var(name)
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())

@@ -5,6 +5,7 @@
 #![allow(dead_code)] // each test crate uses a different part
 
 pub mod events;
+pub mod pty;
 pub mod server;
 
 use std::path::{Path, PathBuf};

@@ -41,6 +41,15 @@ pub struct Config {
     pub decision_conflict: bool,
     /// Eligibility requests wait until the gate opens.
     pub gate: Arc<AtomicBool>,
+    /// `session_context` of the session resource.
+    pub session_context: Value,
+    /// `execution` of the session resource, one per `GET /v1/sessions/{id}` (the last one
+    /// repeats); empty: no execution.
+    pub executions: Vec<Value>,
+    /// The raw diff `GET /v1/sessions/{id}/patch` serves once execution finished.
+    pub patch: Vec<u8>,
+    /// The patch endpoint answers 409 `execution_running` whatever the resource says.
+    pub patch_running: bool,
 }
 
 impl Default for Config {
@@ -53,6 +62,10 @@ impl Default for Config {
             plans: Vec::new(),
             decision_conflict: false,
             gate: Arc::new(AtomicBool::new(true)),
+            session_context: json!({}),
+            executions: Vec::new(),
+            patch: Vec::new(),
+            patch_running: false,
         }
     }
 }
@@ -70,6 +83,10 @@ pub struct Recorded {
     pub created: Vec<Value>,
     /// `(tool_use_id, body)` of decisions.
     pub decisions: Vec<(String, Value)>,
+    /// `GET /v1/sessions/{id}` requests.
+    pub session_gets: u32,
+    /// `GET /v1/sessions/{id}/patch` requests, with their `Accept` header.
+    pub patch_gets: Vec<String>,
 }
 
 struct Inner {
@@ -80,6 +97,8 @@ struct Inner {
     known_bundles: HashSet<String>,
     recorded: Recorded,
     url: String,
+    /// The `execution` last served.
+    execution: Option<Value>,
 }
 
 type Shared = Arc<Mutex<Inner>>;
@@ -102,6 +121,7 @@ impl Server {
             known_bundles: HashSet::new(),
             recorded: Recorded::default(),
             url: String::new(),
+            execution: None,
         }));
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -173,6 +193,7 @@ fn router(shared: Shared) -> Router {
         .route("/v1/sessions/{id}/events", get(events))
         .route("/v1/sessions/{id}/archive", post(archive))
         .route("/v1/sessions/{id}/plans", get(plans))
+        .route("/v1/sessions/{id}/patch", get(patch))
         .route(
             "/v1/sessions/{id}/plans/{tool_use_id}/decision",
             post(decide),
@@ -269,14 +290,19 @@ async fn put_bundle(
 }
 
 fn resource(inner: &Inner, title: &str) -> Value {
-    json!({
+    let mut resource = json!({
         "type": "session", "id": SESSION_ID, "title": title,
         "session_status": inner.status, "phase": "running",
         "url": format!("{}/sessions/{SESSION_ID}", inner.url),
         "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
-        "session_context": {}, "usage": {"input_tokens": 1200, "output_tokens": 34},
+        "session_context": inner.config.session_context,
+        "usage": {"input_tokens": 1200, "output_tokens": 34},
         "last_event_id": inner.next_id, "plan_revisions": 0,
-    })
+    });
+    if let Some(execution) = &inner.execution {
+        resource["execution"] = execution.clone();
+    }
+    resource
 }
 
 async fn create_session(
@@ -290,11 +316,61 @@ async fn create_session(
 }
 
 async fn get_session(State(shared): State<Shared>, Path(id): Path<String>) -> Response {
-    let inner = shared.lock().unwrap();
+    let mut inner = shared.lock().unwrap();
     if id != SESSION_ID {
         return error(404, "not_found", "session not found");
     }
+    let n = inner.recorded.session_gets as usize;
+    inner.recorded.session_gets += 1;
+    let executions = &inner.config.executions;
+    inner.execution = executions.get(n).or(executions.last()).cloned();
     axum::Json(resource(&inner, "fix the auth flow")).into_response()
+}
+
+/// `GET /v1/sessions/{id}/patch`, following the execution last served.
+async fn patch(
+    State(shared): State<Shared>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let mut inner = shared.lock().unwrap();
+    let accept = headers
+        .get("accept")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    inner.recorded.patch_gets.push(accept);
+    if id != SESSION_ID {
+        return error(404, "not_found", "session not found");
+    }
+    let execution = inner
+        .execution
+        .clone()
+        .or_else(|| inner.config.executions.first().cloned());
+    match execution {
+        None => error(404, "no_patch", "this session executed no plan"),
+        Some(e) if e["state"] == "executing" || inner.config.patch_running => error(
+            409,
+            "execution_running",
+            "the agent is still executing the plan",
+        ),
+        Some(_) => (
+            [(axum::http::header::CONTENT_TYPE, "text/x-diff")],
+            inner.config.patch.clone(),
+        )
+            .into_response(),
+    }
+}
+
+/// An `execution` that is still running.
+pub fn executing() -> Value {
+    json!({"state": "executing"})
+}
+
+/// An `execution` that finished (the summary is not what the client applies).
+pub fn finished() -> Value {
+    json!({"state": "finished",
+           "patch": {"files": [], "additions": 0, "deletions": 0, "bytes": 0}})
 }
 
 async fn list_sessions(State(shared): State<Shared>) -> Response {
