@@ -19,28 +19,31 @@ const TEST: &str = ". ./lib.sh\n[ \"$(add 2 3)\" = 5 ] || { echo 'FAIL: add 2 3'
 [ \"$(cat notes/data.bin | od -An -tx1 | tr -d ' \\n')\" = 00ff0a01 ] || { echo 'FAIL: data'; exit 1; }\n\
 echo 'all tests passed'\n";
 
-/// The sandbox probes, each printing a verdict word.
-fn probes(fake_port: u16, host_dir: &Path, marker: &str) -> String {
-    let host = host_dir.display();
+/// The sandbox probes, each printing a verdict word. `host` is a host directory holding the
+/// test's repositories.
+fn probes(fake_port: u16, host: &Path, marker: &str) -> String {
+    let host = host.display();
     format!(
         "(exec 3<>/dev/tcp/127.0.0.1/{fake_port}) 2>/dev/null && echo NET_OPEN || echo NET_BLOCKED\n\
-         if cat /etc/shadow >/dev/null 2>&1 || ls {host} >/dev/null 2>&1 || ls /root >/dev/null 2>&1; \
+         if cat /etc/shadow >/dev/null 2>&1 || cat {host}/origin/lib.sh >/dev/null 2>&1 || ls /root >/dev/null 2>&1; \
          then echo HOST_VISIBLE; else echo HOST_HIDDEN; fi\n\
          touch /usr/{marker} 2>/dev/null && echo USR_WRITTEN || echo USR_REFUSED\n\
          echo x > /tmp/{marker} && echo TMP_PRIVATE_WRITE\n\
          echo x > ../{marker} 2>/dev/null && echo PARENT_WRITTEN || echo PARENT_REFUSED\n\
-         mkdir -p {host} 2>/dev/null; echo x > {host}/{marker} 2>/dev/null; echo HOSTDIR_TRIED\n"
+         mkdir -p {host}/{marker} 2>/dev/null; echo HOSTDIR_TRIED\n"
     )
 }
 
 /// Plans, then implements: fix, binary data, run the tests, probe the sandbox, a command
 /// that never ends (killed at 1 s), then a summary.
-fn script(fake_port: Arc<AtomicU16>, host_dir: PathBuf, marker: String) -> Script {
+fn script(fake_port: Arc<AtomicU16>, host: PathBuf, marker: String) -> Script {
     Script::from_fn(move |req: &RecordedRequest| {
         let fake_port = fake_port.load(Ordering::Relaxed);
         let executing = req.tool_names().iter().any(|t| t == "Bash");
         if !executing {
-            return Reply::exit_plan_mode("1. Make add() add in lib.sh\n2. Add notes/data.bin\n3. Run sh test.sh");
+            return Reply::exit_plan_mode(
+                "1. Make add() add in lib.sh\n2. Add notes/data.bin\n3. Run sh test.sh",
+            );
         }
         // The approval is the first tool_result; every later one is an execution step.
         match req.tool_results().len() {
@@ -55,7 +58,7 @@ fn script(fake_port: Arc<AtomicU16>, host_dir: PathBuf, marker: String) -> Scrip
             3 => Reply::tool_use("Bash", json!({"command": "sh test.sh"})),
             4 => Reply::tool_use(
                 "Bash",
-                json!({"command": probes(fake_port, &host_dir, &marker)}),
+                json!({"command": probes(fake_port, &host, &marker)}),
             ),
             5 => Reply::tool_use(
                 "Bash",
@@ -77,7 +80,11 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .current_dir(dir)
         .output()
         .expect("git");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -144,15 +151,28 @@ fn patch_result(event: &Event) -> Option<&ResultEvent> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn approved_plans_run_remotely_and_their_patch_applies_locally() {
+async fn approved_plans_run_remotely_in_bwrap_and_their_patch_applies_locally() {
+    execute_and_pull("bwrap").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approved_plans_run_remotely_in_docker_and_their_patch_applies_locally() {
+    execute_and_pull("docker").await;
+}
+
+async fn execute_and_pull(runner: &str) {
     let root = tempfile::tempdir().expect("tempdir");
-    let host_dir = root.path().join("host-only");
     let marker = format!("escape-{}", std::process::id());
     let port = Arc::new(AtomicU16::new(0));
-    let fake = FakeAnthropic::start(script(port.clone(), host_dir.clone(), marker.clone())).await;
+    let fake = FakeAnthropic::start(script(
+        port.clone(),
+        root.path().to_path_buf(),
+        marker.clone(),
+    ))
+    .await;
     let url = reqwest::Url::parse(&fake.base_url()).expect("url");
     port.store(url.port().expect("port"), Ordering::Relaxed);
-    let server = ServerProcess::with_fake_anthropic("bwrap", &fake.base_url())
+    let server = ServerProcess::with_fake_anthropic(runner, &fake.base_url())
         .await
         .expect("server");
     let home = root.path().join("home");
@@ -163,7 +183,13 @@ async fn approved_plans_run_remotely_and_their_patch_applies_locally() {
         &server,
         &home,
         &origin,
-        &["launch", "--yes", "--json", "--no-watch", "ultraplan make add() add"],
+        &[
+            "launch",
+            "--yes",
+            "--json",
+            "--no-watch",
+            "ultraplan make add() add",
+        ],
     );
     assert!(out.status.success(), "{}", text(&out));
     let session: Value = serde_json::from_slice(&out.stdout).expect("session json");
@@ -188,7 +214,11 @@ async fn approved_plans_run_remotely_and_their_patch_applies_locally() {
     let result = patch_result(&done).expect("result");
     let summary = result.patch.clone().expect("summary");
     let files: Vec<&str> = summary.files.iter().map(|f| f.path.as_str()).collect();
-    assert_eq!(files, ["CHANGES.md", "lib.sh", "notes/data.bin"], "{result:?}");
+    assert_eq!(
+        files,
+        ["CHANGES.md", "lib.sh", "notes/data.bin"],
+        "{result:?}"
+    );
     assert!(summary.files[2].binary);
 
     // The project's tests ran in the sandbox and passed.
@@ -197,15 +227,28 @@ async fn approved_plans_run_remotely_and_their_patch_applies_locally() {
     let forever = bash_output(&seen, "waiting forever");
     assert!(forever.contains("timed out"), "{forever}");
     // Probes from Bash: no network, no host files, no writes outside the workspace.
-    let probe = bash_output(&seen, "HOSTDIR_TRIED");
-    for verdict in ["NET_BLOCKED", "HOST_HIDDEN", "USR_REFUSED", "PARENT_REFUSED"] {
+    let probe = bash_output(&seen, "HOSTDIR_");
+    for verdict in [
+        "NET_BLOCKED",
+        "HOST_HIDDEN",
+        "USR_REFUSED",
+        "PARENT_REFUSED",
+    ] {
         assert!(probe.contains(verdict), "{verdict} missing: {probe}");
     }
     assert!(!Path::new("/usr").join(&marker).exists());
     assert!(!Path::new("/tmp").join(&marker).exists());
-    assert!(!host_dir.exists(), "the sandbox created a host directory");
+    // The host directory (under /tmp, which the sandbox only has as a private tmpfs) is
+    // untouched.
+    assert!(
+        !root.path().join(&marker).exists(),
+        "the sandbox wrote a host directory"
+    );
     let workspaces = server.data_dir.join("workspaces").join(&id);
-    assert!(!workspaces.join(&marker).exists(), "write above the workspace");
+    assert!(
+        !workspaces.join(&marker).exists(),
+        "write above the workspace"
+    );
     let session = server.session(&id).await.expect("session");
     assert_eq!(session["execution"]["state"], "finished", "{session}");
 
@@ -217,7 +260,10 @@ async fn approved_plans_run_remotely_and_their_patch_applies_locally() {
     for path in files {
         assert!(report.contains(path), "{path} not in the report: {report}");
     }
-    assert_eq!(std::fs::read_to_string(fresh.join("lib.sh")).expect("lib"), FIXED);
+    assert_eq!(
+        std::fs::read_to_string(fresh.join("lib.sh")).expect("lib"),
+        FIXED
+    );
     assert_eq!(
         std::fs::read(fresh.join("notes/data.bin")).expect("data"),
         [0u8, 0xff, b'\n', 1]
@@ -239,7 +285,11 @@ async fn approved_plans_run_remotely_and_their_patch_applies_locally() {
         git(&busy, &["rev-parse", "HEAD"]),
     );
     let out = client(&server, &home, &busy, &["pull", &id]);
-    assert!(!out.status.success(), "a conflict must fail: {}", text(&out));
+    assert!(
+        !out.status.success(),
+        "a conflict must fail: {}",
+        text(&out)
+    );
     let report = text(&out);
     assert!(report.contains("conflict"), "{report}");
     let after = (
@@ -256,14 +306,20 @@ async fn approved_plans_run_remotely_and_their_patch_applies_locally() {
     let branches = git(&busy, &["branch", "--list", "ultraplan/*"]);
     assert!(branches.contains(&format!("ultraplan/{id}")), "{branches}");
     let worktree = worktree_of(&busy, &format!("ultraplan/{id}"));
-    assert_eq!(std::fs::read_to_string(worktree.join("lib.sh")).expect("lib"), FIXED);
+    assert_eq!(
+        std::fs::read_to_string(worktree.join("lib.sh")).expect("lib"),
+        FIXED
+    );
     let tests = std::process::Command::new("sh")
         .arg("test.sh")
         .current_dir(&worktree)
         .output()
         .expect("sh");
     assert!(tests.status.success(), "{}", text(&tests));
-    assert_eq!(after.0, std::fs::read_to_string(busy.join("lib.sh")).expect("lib"));
+    assert_eq!(
+        after.0,
+        std::fs::read_to_string(busy.join("lib.sh")).expect("lib")
+    );
 }
 
 /// The path of the worktree checked out on `branch`.
@@ -283,10 +339,16 @@ fn worktree_of(repo: &Path, branch: &str) -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_offline_planner_executes_nothing_and_says_why() {
-    let server = ServerProcess::start(&[("ULTRAPLAN_RUNNER", "bwrap"), ("ULTRAPLAN_MODEL", "offline")])
+    let server = ServerProcess::start(&[
+        ("ULTRAPLAN_RUNNER", "bwrap"),
+        ("ULTRAPLAN_MODEL", "offline"),
+    ])
+    .await
+    .expect("server");
+    let id = server
+        .demo_session("fix the login bug")
         .await
-        .expect("server");
-    let id = server.demo_session("fix the login bug").await.expect("session");
+        .expect("session");
     let mut seen = Vec::new();
     let plan = server
         .wait_for(&id, &mut seen, |e| plan_call(e).is_some())
@@ -314,10 +376,14 @@ async fn the_offline_planner_executes_nothing_and_says_why() {
         })
         .collect();
     assert!(
-        said.iter().any(|t| t.contains("execution needs a model")),
+        said.iter()
+            .any(|t| t.contains("makes no edits") && t.contains("needs a model")),
         "{said:#?}"
     );
-    let (code, body) = server.get(&format!("/v1/sessions/{id}/patch")).await.expect("patch");
+    let (code, body) = server
+        .get(&format!("/v1/sessions/{id}/patch"))
+        .await
+        .expect("patch");
     // The raw answer of an empty patch is an empty body (not JSON).
     assert_eq!((code, body), (200, Value::Null));
 }
