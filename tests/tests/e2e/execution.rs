@@ -387,3 +387,144 @@ async fn the_offline_planner_executes_nothing_and_says_why() {
     // The raw answer of an empty patch is an empty body (not JSON).
     assert_eq!((code, body), (200, Value::Null));
 }
+
+/// Plans, writes `DONE.txt`, then starts a command that runs for minutes, then finishes.
+fn slow_script() -> Script {
+    Script::from_fn(|req: &RecordedRequest| {
+        if !req.tool_names().iter().any(|t| t == "Bash") {
+            return Reply::exit_plan_mode("1. Write DONE.txt\n2. Run the slow job");
+        }
+        match req.tool_results().len() {
+            1 => Reply::tool_use(
+                "Write",
+                json!({"file_path": "DONE.txt", "content": "written before the interruption\n"}),
+            ),
+            2 => Reply::tool_use(
+                "Bash",
+                json!({"command": "echo slow job started; sleep 600", "timeout": 600000}),
+            ),
+            _ => Reply::text("Done."),
+        }
+    })
+}
+
+/// Approve the session's plan and wait until the slow command runs.
+async fn approve_and_reach_the_slow_command(
+    server: &ServerProcess,
+    seen: &mut Vec<Event>,
+) -> String {
+    let id = server
+        .demo_session("write DONE.txt")
+        .await
+        .expect("session");
+    let plan = server
+        .wait_for(&id, seen, |e| plan_call(e).is_some())
+        .await
+        .expect("plan");
+    let (tool_use_id, _) = plan_call(&plan).expect("call");
+    let code = server
+        .decide(&id, &tool_use_id, json!({"decision": "approve"}))
+        .await
+        .expect("approve");
+    assert_eq!(code, 200);
+    server
+        .wait_for(&id, seen, |e| {
+            matches!(&e.body, EventBody::Assistant(a) if a.message.content.iter().any(
+                |b| matches!(b, ultraplan_protocol::ContentBlock::ToolUse { name, .. } if name == "Bash")))
+        })
+        .await
+        .expect("the slow command starts");
+    id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_server_resumes_an_execution_with_its_edits() {
+    let fake = FakeAnthropic::start(slow_script()).await;
+    let mut server = ServerProcess::with_fake_anthropic("bwrap", &fake.base_url())
+        .await
+        .expect("server");
+    let mut seen = Vec::new();
+    let id = approve_and_reach_the_slow_command(&server, &mut seen).await;
+    server.restart().await.expect("kill -9 and start again");
+    let done = server
+        .wait_for(&id, &mut seen, |e| patch_result(e).is_some())
+        .await
+        .expect("patch result");
+    let result = patch_result(&done).expect("result");
+    let files: Vec<String> = result
+        .patch
+        .iter()
+        .flat_map(|p| p.files.iter().map(|f| f.path.clone()))
+        .collect();
+    assert_eq!(files, ["DONE.txt"], "{result:?}");
+    assert!(
+        result
+            .result
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("Remote execution finished")
+    );
+    assert!(seen.iter().any(|e| matches!(&e.body,
+        EventBody::System(s) if s.subtype == "resumed")));
+    let interrupted = bash_output(&seen, "interrupted");
+    assert!(
+        !interrupted.contains("slow job started\n\nExit"),
+        "{interrupted}"
+    );
+    let ids: Vec<i64> = seen.iter().map(|e| e.id).collect();
+    assert_eq!(
+        ids,
+        (1..=ids.len() as i64).collect::<Vec<_>>(),
+        "no gaps, no duplicates"
+    );
+    let (code, _) = server
+        .get(&format!("/v1/sessions/{id}/patch"))
+        .await
+        .expect("patch");
+    assert_eq!(code, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_execution_past_its_time_limit_keeps_its_patch() {
+    let fake = FakeAnthropic::start(slow_script()).await;
+    let server = ServerProcess::with_fake_anthropic("bwrap", &fake.base_url())
+        .await
+        .expect("server");
+    server
+        .admin(&["flags", "set", "timeout_seconds", "5", "--user", "tester"])
+        .await
+        .expect("flag");
+    let mut seen = Vec::new();
+    let id = approve_and_reach_the_slow_command(&server, &mut seen).await;
+    server
+        .wait_for(
+            &id,
+            &mut seen,
+            |e| matches!(&e.body, EventBody::Result(r) if r.subtype == "error_timeout"),
+        )
+        .await
+        .expect("timeout");
+    let results: Vec<(String, Option<String>)> = seen
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::Result(r) => Some((r.subtype.clone(), r.result.clone())),
+            _ => None,
+        })
+        .collect();
+    let [.., (patch_subtype, patch_text), (last, _)] = results.as_slice() else {
+        panic!("{results:#?}");
+    };
+    assert_eq!(
+        (patch_subtype.as_str(), last.as_str()),
+        ("success", "error_timeout")
+    );
+    let patch_text = patch_text.clone().unwrap_or_default();
+    assert!(
+        patch_text.starts_with("Remote execution stopped early (the 5-second limit)"),
+        "{patch_text}"
+    );
+    assert!(patch_text.contains("DONE.txt"), "{patch_text}");
+    let session = server.session(&id).await.expect("session");
+    assert_eq!(session["session_status"], "archived");
+    assert_eq!(session["execution"]["state"], "finished");
+}
