@@ -69,13 +69,16 @@ pub fn summarize(name_status_raw: &[u8], numstat_raw: &[u8], diff_bytes: usize) 
 mod tests {
     use super::*;
 
+    /// `(path, change, additions, deletions, binary)`
+    type Row<'a> = (&'a str, FileChange, u64, u64, bool);
+
     #[test]
     fn parses_git_outputs() {
-        let cases: [(&[u8], &[u8], Vec<(&str, FileChange, u64, u64, bool)>); 4] = [
+        let cases: [(&[u8], &[u8], Vec<Row>); 4] = [
             (b"", b"", vec![]),
             (
                 b"M\0src/a.rs\0A\0new file.txt\0",
-                b"3\t1\tsrc/a.rs\0002\t0\tnew file.txt\0",
+                b"3\t1\tsrc/a.rs\x002\t0\tnew file.txt\0",
                 vec![
                     ("src/a.rs", FileChange::Modified, 3, 1, false),
                     ("new file.txt", FileChange::Added, 2, 0, false),
@@ -83,7 +86,7 @@ mod tests {
             ),
             (
                 b"A\0logo.png\0D\0old.txt\0",
-                b"-\t-\tlogo.png\0000\t4\told.txt\0",
+                b"-\t-\tlogo.png\x000\t4\told.txt\0",
                 vec![
                     ("logo.png", FileChange::Added, 0, 0, true),
                     ("old.txt", FileChange::Deleted, 0, 4, false),
@@ -91,7 +94,7 @@ mod tests {
             ),
             (
                 b"T\0run.sh\0M\0tab\there\0",
-                b"0\t0\trun.sh\0001\t1\ttab\there\0",
+                b"0\t0\trun.sh\x001\t1\ttab\there\0",
                 vec![
                     ("run.sh", FileChange::TypeChanged, 0, 0, false),
                     ("tab\there", FileChange::Modified, 1, 1, false),

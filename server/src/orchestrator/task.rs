@@ -1,5 +1,8 @@
 //! One session's task: queue for a slot, start the agent, pump until it ends.
 
+mod calls;
+mod execution;
+
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -8,16 +11,14 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use ultraplan_protocol::constants::FRAME_PROTOCOL_VERSION;
 use ultraplan_protocol::events::{EventBody, SystemEvent};
 use ultraplan_protocol::frames::{AgentFrame, AgentMode, ServerFrame, StartSettings};
-use ultraplan_protocol::model::{ModelError, ModelErrorKind, ModelRequest, Usage};
+use ultraplan_protocol::model::Usage;
 use ultraplan_protocol::session::PromptVariant;
 
 use super::pump::{read_frames, tail_stderr, write_frames};
 use super::{Command, Inner, Launch};
-use crate::bundles::bundle_dir;
-use crate::execution::Ending;
 use crate::runner::{AgentControl, AgentExit, AgentProcess, SandboxRequest};
 use crate::sessions::lifecycle::{Effect, Input, Lifecycle, error_result, unanswered_tool};
-use crate::store::{AgentState, ModelCall, SessionRow, StoreResult, now_ms};
+use crate::store::{AgentState, SessionRow, StoreResult, now_ms};
 
 /// A model answer on its way back to the agent, with the session's new usage total.
 type ModelReply = (ServerFrame, Option<Usage>);
@@ -221,92 +222,11 @@ impl SessionTask {
         self.apply(Input::TimedOut { timeout_seconds }).await;
     }
 
-    /// A planning agent that ended cleanly while its plan was being approved (the decision
-    /// reached it before it was ready to hand over): execution still starts.
-    async fn approved_meanwhile(&self) -> bool {
-        if self.mode != AgentMode::Plan || self.cut_short.is_some() || !self.saw_done {
-            return false;
-        }
-        let (Ok(transcript), Ok(execution)) = (self.transcript().await, self.execution().await)
-        else {
-            return false;
-        };
-        let mode =
-            crate::execution::mode_for(&transcript, execution.as_ref(), self.inner.settings.execute);
-        mode == AgentMode::Execute
-    }
-
     fn reset_for_next_agent(&mut self) {
         self.handoff = false;
         self.saw_done = false;
         self.process = None;
         self.to_agent = None;
-    }
-
-    async fn execution(&self) -> StoreResult<Option<ultraplan_protocol::patch::Execution>> {
-        let row = self.inner.state.store.session(&self.session.id).await?;
-        Ok(row.and_then(|r| r.execution))
-    }
-
-    /// Prepare the writable copy (once; a resumed execution keeps its edits) and mark the
-    /// execution started.
-    async fn begin_execution(&mut self) -> Result<(), String> {
-        let state = &self.inner.state;
-        let workspace = crate::execution::workspace_of(state, &self.session.id);
-        if !workspace.is_prepared().await {
-            let bundle = self.bundle_path()?;
-            let owner = self.inner.runner.workspace_owner();
-            workspace
-                .prepare(&bundle, owner)
-                .await
-                .map_err(|e| e.to_string())?;
-            self.append_note(
-                "execution_started",
-                "The plan was approved: the agent implements it in a writable copy of the \
-                 repository."
-                    .to_owned(),
-            )
-            .await;
-        }
-        let executing = ultraplan_protocol::patch::Execution {
-            state: ultraplan_protocol::patch::ExecutionState::Executing,
-            patch: None,
-        };
-        state
-            .store
-            .set_execution(&self.session.id, &executing)
-            .await
-            .map_err(|e| e.to_string())
-    }
-
-    /// Store and report the execution's patch, once.
-    async fn finish_execution(&mut self) {
-        if self.patched {
-            return;
-        }
-        self.patched = true;
-        let ending = match self.cut_short.clone() {
-            Some(why) => Ending::CutShort(why),
-            None if self.saw_done => Ending::Finished,
-            None => Ending::CutShort("the agent stopped unexpectedly".to_owned()),
-        };
-        if let Err(error) = crate::execution::finish(&self.inner.state, &self.session, ending).await
-        {
-            tracing::error!(session_id = %self.session.id, %error, "execution ended without a patch");
-        }
-    }
-
-    fn bundle_path(&self) -> Result<std::path::PathBuf, String> {
-        let bundle = self
-            .session
-            .bundle_id
-            .as_deref()
-            .ok_or("the session has no bundle")?;
-        let path = bundle_dir(&self.inner.state.config.bundles_dir(), bundle);
-        if !path.is_dir() {
-            return Err(format!("bundle {bundle} is missing from the bundle store"));
-        }
-        Ok(path)
     }
 
     async fn wait_for_slot(
@@ -458,35 +378,6 @@ impl SessionTask {
         None
     }
 
-    fn call_model(
-        &self,
-        request_id: String,
-        request: ModelRequest,
-        replies: mpsc::UnboundedSender<ModelReply>,
-    ) {
-        let inner = self.inner.clone();
-        let session_id = self.session.id.clone();
-        let model = self.model();
-        let over_budget = self.usage.total() >= inner.settings.token_budget;
-        let calls = self.calls.clone();
-        tokio::spawn(async move {
-            let _permit = calls.acquire_owned().await;
-            let reply = if over_budget {
-                let error = ModelError {
-                    kind: ModelErrorKind::BudgetExhausted,
-                    message: format!(
-                        "the session spent its budget of {} tokens",
-                        inner.settings.token_budget
-                    ),
-                };
-                (ServerFrame::ModelError { request_id, error }, None)
-            } else {
-                complete(&inner, &session_id, &model, request_id, request).await
-            };
-            let _ = replies.send(reply);
-        });
-    }
-
     async fn finish(&mut self, failure: Option<String>, stderr_tail: &Arc<Mutex<String>>) {
         let status = self.wait_for_exit().await;
         let clean =
@@ -586,40 +477,4 @@ impl SessionTask {
         }
         Ok(())
     }
-}
-
-async fn complete(
-    inner: &Inner,
-    session_id: &str,
-    model: &str,
-    request_id: String,
-    request: ModelRequest,
-) -> ModelReply {
-    let outcome = inner.models.complete(model, request).await;
-    let (usage, attempts, error) = match &outcome {
-        Ok(c) => (c.response.usage, c.attempts, None),
-        Err(e) => (Usage::default(), 1, Some(e.message.clone())),
-    };
-    let call = ModelCall {
-        session_id: session_id.to_owned(),
-        model: model.to_owned(),
-        usage,
-        attempts,
-        error,
-    };
-    let total = match inner.state.store.record_model_call(&call).await {
-        Ok(total) => Some(total),
-        Err(error) => {
-            tracing::error!(session_id, %error, "cannot record a model call");
-            None
-        }
-    };
-    let frame = match outcome {
-        Ok(c) => ServerFrame::ModelResponse {
-            request_id,
-            response: c.response,
-        },
-        Err(error) => ServerFrame::ModelError { request_id, error },
-    };
-    (frame, total)
 }

@@ -182,7 +182,7 @@ pub struct ModelCall {
 #[derive(Debug, Clone, PartialEq)]
 pub enum DecideOutcome {
     /// This call took the decision and appended its tool_result event.
-    Decided { plan: PlanRow, event: Event },
+    Decided { plan: PlanRow, event: Box<Event> },
     /// The same decision already stood: nothing changed.
     AlreadyStands(PlanRow),
     /// A different decision already stands.

@@ -325,7 +325,7 @@ macro_rules! impl_store {
             let plan = plan_in(tx, session_id, tool_use_id)
                 .await?
                 .ok_or(StoreError::NotFound("plan"))?;
-            Ok(DecideOutcome::Decided { plan, event })
+            Ok(DecideOutcome::Decided { plan, event: Box::new(event) })
         }
 
         #[async_trait::async_trait]

@@ -527,7 +527,9 @@ async fn model_calls_add_up_usage(store: Arc<dyn Store>) {
 }
 
 async fn patches_are_stored_byte_for_byte(store: Arc<dyn Store>) {
-    use ultraplan_protocol::patch::{Execution, ExecutionState, FileChange, PatchFile, PatchSummary};
+    use ultraplan_protocol::patch::{
+        Execution, ExecutionState, FileChange, PatchFile, PatchSummary,
+    };
     let user = store.create_user("p").await.expect("user");
     let session = new_session(&store, &user.id).await;
     assert_eq!(session.execution, None);
@@ -536,7 +538,10 @@ async fn patches_are_stored_byte_for_byte(store: Arc<dyn Store>) {
         state: ExecutionState::Executing,
         patch: None,
     };
-    store.set_execution(&session.id, &executing).await.expect("set");
+    store
+        .set_execution(&session.id, &executing)
+        .await
+        .expect("set");
     let row = store.session(&session.id).await.expect("get").expect("row");
     assert_eq!(row.execution, Some(executing));
 
@@ -555,9 +560,15 @@ async fn patches_are_stored_byte_for_byte(store: Arc<dyn Store>) {
         bytes: diff.len() as u64,
         base_commit: Some("abc".into()),
     };
-    store.save_patch(&session.id, &diff, &summary).await.expect("save");
+    store
+        .save_patch(&session.id, &diff, &summary)
+        .await
+        .expect("save");
     // Saving again replaces it.
-    store.save_patch(&session.id, &diff, &summary).await.expect("save again");
+    store
+        .save_patch(&session.id, &diff, &summary)
+        .await
+        .expect("save again");
     let stored = store.patch(&session.id).await.expect("patch").expect("row");
     assert_eq!(stored.diff, diff);
     assert_eq!(stored.summary, summary);

@@ -1,0 +1,96 @@
+//! The execution half of a session task: prepare the writable copy when a plan is approved,
+//! and store and report the patch when the executing agent ends.
+
+use ultraplan_protocol::frames::AgentMode;
+use ultraplan_protocol::patch::{Execution, ExecutionState};
+
+use super::SessionTask;
+use crate::bundles::bundle_dir;
+use crate::execution::Ending;
+use crate::store::StoreResult;
+
+impl SessionTask {
+    /// A planning agent that ended cleanly while its plan was being approved (the decision
+    /// reached it before it was ready to hand over): execution still starts.
+    pub(super) async fn approved_meanwhile(&self) -> bool {
+        if self.mode != AgentMode::Plan || self.cut_short.is_some() || !self.saw_done {
+            return false;
+        }
+        let (Ok(transcript), Ok(execution)) = (self.transcript().await, self.execution().await)
+        else {
+            return false;
+        };
+        let mode = crate::execution::mode_for(
+            &transcript,
+            execution.as_ref(),
+            self.inner.settings.execute,
+        );
+        mode == AgentMode::Execute
+    }
+
+    pub(super) async fn execution(&self) -> StoreResult<Option<Execution>> {
+        let row = self.inner.state.store.session(&self.session.id).await?;
+        Ok(row.and_then(|r| r.execution))
+    }
+
+    /// Prepare the writable copy (once; a resumed execution keeps its edits) and mark the
+    /// execution started.
+    pub(super) async fn begin_execution(&mut self) -> Result<(), String> {
+        let state = &self.inner.state;
+        let workspace = crate::execution::workspace_of(state, &self.session.id);
+        if !workspace.is_prepared().await {
+            let bundle = self.bundle_path()?;
+            let owner = self.inner.runner.workspace_owner();
+            workspace
+                .prepare(&bundle, owner)
+                .await
+                .map_err(|e| e.to_string())?;
+            self.append_note(
+                "execution_started",
+                "The plan was approved: the agent implements it in a writable copy of the \
+                 repository."
+                    .to_owned(),
+            )
+            .await;
+        }
+        let executing = Execution {
+            state: ExecutionState::Executing,
+            patch: None,
+        };
+        state
+            .store
+            .set_execution(&self.session.id, &executing)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// Store and report the execution's patch, once.
+    pub(super) async fn finish_execution(&mut self) {
+        if self.patched {
+            return;
+        }
+        self.patched = true;
+        let ending = match self.cut_short.clone() {
+            Some(why) => Ending::CutShort(why),
+            None if self.saw_done => Ending::Finished,
+            None => Ending::CutShort("the agent stopped unexpectedly".to_owned()),
+        };
+        if let Err(error) = crate::execution::finish(&self.inner.state, &self.session, ending).await
+        {
+            tracing::error!(session_id = %self.session.id, %error, "execution ended without a patch");
+        }
+    }
+
+    pub(super) fn bundle_path(&self) -> Result<std::path::PathBuf, String> {
+        let bundle = self
+            .session
+            .bundle_id
+            .as_deref()
+            .ok_or("the session has no bundle")?;
+        let path = bundle_dir(&self.inner.state.config.bundles_dir(), bundle);
+        if !path.is_dir() {
+            return Err(format!("bundle {bundle} is missing from the bundle store"));
+        }
+        Ok(path)
+    }
+}
