@@ -80,6 +80,26 @@ pub fn outcome_hint(state: &SessionState) -> Option<String> {
     }
 }
 
+/// What remote execution has reached, for `status`.
+pub fn execution_line(id: &str, execution: &ultraplan_protocol::patch::Execution) -> String {
+    use ultraplan_protocol::patch::ExecutionState;
+    match (execution.state, &execution.patch) {
+        (ExecutionState::Executing, _) => {
+            "Remote execution: the agent is implementing the plan.".to_owned()
+        }
+        (ExecutionState::Finished, Some(patch)) if patch.is_empty() => {
+            "Remote execution finished with no changes.".to_owned()
+        }
+        (ExecutionState::Finished, Some(patch)) => format!(
+            "Patch ready: {}. Apply it with `ultraplan pull {id}`.",
+            patch.headline()
+        ),
+        (ExecutionState::Finished, None) => {
+            "Remote execution ended without a patch; the session log says why.".to_owned()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,5 +149,49 @@ mod tests {
         s.outcome = Some(Outcome::Failed);
         s.failure = Some(FailureReason::TimeoutNoPlan);
         assert!(status_line(&s, now).starts_with("◇ ultraplan ended: timeout_no_plan"));
+    }
+
+    #[test]
+    fn execution_lines() {
+        use ultraplan_protocol::patch::{
+            Execution, ExecutionState, FileChange, PatchFile, PatchSummary,
+        };
+        let file = PatchFile {
+            path: "a".into(),
+            change: FileChange::Added,
+            additions: 2,
+            deletions: 0,
+            binary: false,
+        };
+        let summary = |files: Vec<PatchFile>| PatchSummary {
+            additions: files.iter().map(|f| f.additions).sum(),
+            files,
+            ..PatchSummary::default()
+        };
+        let cases = [
+            (
+                ExecutionState::Executing,
+                None,
+                "Remote execution: the agent is implementing the plan.",
+            ),
+            (
+                ExecutionState::Finished,
+                Some(summary(vec![])),
+                "Remote execution finished with no changes.",
+            ),
+            (
+                ExecutionState::Finished,
+                Some(summary(vec![file])),
+                "Patch ready: 1 file changed, +2 −0. Apply it with `ultraplan pull s1`.",
+            ),
+            (
+                ExecutionState::Finished,
+                None,
+                "Remote execution ended without a patch; the session log says why.",
+            ),
+        ];
+        for (state, patch, want) in cases {
+            assert_eq!(execution_line("s1", &Execution { state, patch }), want);
+        }
     }
 }

@@ -26,6 +26,10 @@ pub async fn status(env: &Env, id: Option<&str>, json: bool) -> anyhow::Result<E
                 println!("{}", serde_json::to_string_pretty(&state)?);
             } else {
                 print_state(&state);
+                let approved = state.outcome == Some(ultraplan::state::Outcome::Approved);
+                if approved || state.outcome.is_none() {
+                    print_execution(env, &state.session_id, approved).await;
+                }
             }
         }
         (None, Some(id)) => {
@@ -87,6 +91,26 @@ fn print_resource(session: &SessionResource) {
         session.session_status.as_str()
     );
     println!("  Review: {}", session.url);
+    if let Some(execution) = &session.execution {
+        println!("  {}", pill::execution_line(&session.id, execution));
+    }
+}
+
+/// The remote execution's state of a session, asked from the server; `loud` says so when
+/// the server cannot be asked.
+async fn print_execution(env: &Env, id: &str, loud: bool) {
+    let Ok((client, _)) = env.client() else {
+        return;
+    };
+    match client.session(id).await {
+        Ok(session) => {
+            if let Some(execution) = &session.execution {
+                println!("  {}", pill::execution_line(id, execution));
+            }
+        }
+        Err(error) if loud => println!("  (the server could not say how execution goes: {error})"),
+        Err(_) => {}
+    }
 }
 
 fn elapsed_since(rfc3339: &str) -> Option<u64> {

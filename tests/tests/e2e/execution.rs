@@ -251,6 +251,14 @@ async fn execute_and_pull(runner: &str) {
     );
     let session = server.session(&id).await.expect("session");
     assert_eq!(session["execution"]["state"], "finished", "{session}");
+    let out = client(&server, &home, &origin, &["status", &id]);
+    assert!(
+        text(&out).contains(&format!(
+            "Patch ready: 3 files changed, +2 −1. Apply it with `ultraplan pull {id}`"
+        )),
+        "{}",
+        text(&out)
+    );
 
     // A fresh clone of the same base: `ultraplan pull` applies the patch; its tests pass.
     let fresh = clone(root.path(), &origin, "fresh");
