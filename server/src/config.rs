@@ -63,6 +63,8 @@ pub struct Config {
     pub max_running_sessions: usize,
     /// Tokens a session may spend before it is stopped.
     pub session_token_budget: u64,
+    /// API requests per token.
+    pub rate_limit: crate::ratelimit::RateLimit,
 }
 
 impl Config {
@@ -85,6 +87,7 @@ impl Config {
             agent_binary: crate::runner::default_agent_binary(),
             max_running_sessions: 16,
             session_token_budget: 5_000_000,
+            rate_limit: crate::ratelimit::RateLimit::default(),
         }
     }
 

@@ -26,6 +26,8 @@ pub enum ApiError {
     Conflict { code: &'static str, message: String },
     #[error("{0}")]
     PayloadTooLarge(String),
+    #[error("{0}")]
+    TooManyRequests(String),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -68,6 +70,7 @@ impl ApiError {
             ApiError::BadRequest { code, .. } => (StatusCode::BAD_REQUEST, code),
             ApiError::Conflict { code, .. } => (StatusCode::CONFLICT, code),
             ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
+            ApiError::TooManyRequests(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             ApiError::Store(StoreError::NotFound(_)) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::Store(StoreError::AlreadyExists(_)) => (StatusCode::CONFLICT, "exists"),
             ApiError::Store(_) | ApiError::Internal(_) => {

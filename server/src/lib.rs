@@ -16,6 +16,7 @@ pub mod models;
 pub mod openapi;
 pub mod orchestrator;
 pub mod pages;
+pub mod ratelimit;
 pub mod runner;
 pub mod sessions;
 pub mod state;
@@ -37,7 +38,9 @@ pub use state::AppState;
 
 /// The whole application.
 pub fn router(state: AppState) -> Router {
+    let limited = axum::middleware::from_fn_with_state(state.clone(), ratelimit::limit);
     api::routes(state.config.max_json_body)
+        .layer(limited)
         .merge(pages::routes())
         .layer(TraceLayer::new_for_http())
         .layer(SetSensitiveRequestHeadersLayer::new([

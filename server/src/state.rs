@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crate::config::Config;
 use crate::hub::EventHub;
 use crate::orchestrator::Orchestrator;
+use crate::ratelimit::RateLimiter;
 use crate::store::Store;
 use crate::telemetry::Counters;
 
@@ -19,12 +20,15 @@ pub struct AppState {
     pub orchestrator: Option<Orchestrator>,
     /// Why no agent can run, when `orchestrator` is `None`.
     pub runner_problem: Option<String>,
+    /// Request buckets per API token.
+    pub rate_limiter: Arc<RateLimiter>,
 }
 
 impl AppState {
     /// State over an opened store.
     pub fn new(config: Config, store: Arc<dyn Store>) -> Self {
         AppState {
+            rate_limiter: Arc::new(RateLimiter::new(config.rate_limit)),
             config: Arc::new(config),
             store,
             hub: Arc::new(EventHub::default()),

@@ -333,3 +333,48 @@ async fn openapi_document_matches_the_code() {
     }
     insta::assert_json_snapshot!("openapi", doc, {".info.version" => "[version]"});
 }
+
+#[tokio::test]
+async fn each_token_is_rate_limited_on_its_own() {
+    let server = TestServer::start_with(Backend::Sqlite, |config| {
+        config.rate_limit = ultraplan_server::ratelimit::RateLimit {
+            per_second: 1,
+            burst: 5,
+        };
+    })
+    .await;
+    let a = server.user("a").await;
+    let b = server.user("b").await;
+    let mut statuses = Vec::new();
+    for _ in 0..8 {
+        statuses.push(server.get("/v1/sessions", &a).await.0);
+    }
+    assert_eq!(&statuses[..5], [200; 5]);
+    assert!(statuses[5..].iter().all(|s| *s == 429), "{statuses:?}");
+    let r = server
+        .http
+        .get(server.url("/v1/sessions"))
+        .bearer_auth(&a)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 429);
+    let retry: u64 = r
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .expect("retry-after");
+    assert!((1..=2).contains(&retry), "{retry}");
+    let body: Value = r.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "rate_limited");
+    // Another token is untouched; requests without a token are not limited here.
+    assert_eq!(server.get("/v1/sessions", &b).await.0, 200);
+    let health = server
+        .http
+        .get(server.url("/healthz"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(health.status().as_u16(), 200);
+}
