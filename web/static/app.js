@@ -88,6 +88,7 @@
     var plan = el.querySelector("[data-plan]");
     var planBefore = plan ? plan.getAttribute("data-plan") : "";
     var hadQuestion = !!el.querySelector("#question");
+    var wasExecuting = !!el.querySelector("#changes .working");
     el.innerHTML = region.html;
     el.dataset.key = region.key;
     var planNow = el.querySelector("[data-plan]");
@@ -108,6 +109,7 @@
     refreshTimes(el);
     if (planNow && planNow.querySelector("#decide") && !samePlan) say("A plan is ready for your review.");
     else if (el.querySelector("#question") && !hadQuestion) say("The agent has a question for you.");
+    else if (wasExecuting && el.querySelector("#changes") && !el.querySelector("#changes .working")) say("Remote execution finished: the changes are shown.");
   }
 
   function apply(update) {

@@ -186,6 +186,7 @@ impl Digest {
                     subtype: r.subtype.clone(),
                     text: r.result.clone().unwrap_or_default(),
                     detail: detail.into_iter().flatten().collect::<Vec<_>>().join(" · "),
+                    execution: r.patch.is_some(),
                 };
                 vec![root(entry(event, 0, None, kind))]
             }

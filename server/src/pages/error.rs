@@ -20,6 +20,12 @@ pub enum PageError {
     Forbidden(&'static str),
     #[error("not found")]
     NotFound,
+    /// A 404 that says what is missing.
+    #[error("{0}")]
+    Missing(&'static str),
+    /// A 409: not now (e.g. the patch of an execution still running).
+    #[error("{0}")]
+    Conflict(&'static str),
     #[error("{0}")]
     BadRequest(String),
     #[error("this login link is invalid, used or expired")]
@@ -43,7 +49,8 @@ impl PageError {
             PageError::LoginRequired { .. } => StatusCode::SEE_OTHER,
             PageError::Unauthorized => StatusCode::UNAUTHORIZED,
             PageError::Forbidden(_) => StatusCode::FORBIDDEN,
-            PageError::NotFound => StatusCode::NOT_FOUND,
+            PageError::NotFound | PageError::Missing(_) => StatusCode::NOT_FOUND,
+            PageError::Conflict(_) => StatusCode::CONFLICT,
             PageError::BadRequest(_) => StatusCode::BAD_REQUEST,
             PageError::LinkInvalid => StatusCode::GONE,
             PageError::Api(e) => e.clone_status(),
@@ -59,6 +66,7 @@ impl PageError {
             401 => "Please log in",
             403 => "Not allowed",
             404 => "Not found",
+            409 => "Not yet",
             410 => "Login link expired",
             400..=499 => "That did not work",
             _ => "Something went wrong",
@@ -76,9 +84,9 @@ impl ApiStatus for ApiError {
         match self {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
-            ApiError::NotFound(_) | ApiError::Store(StoreError::NotFound(_)) => {
-                StatusCode::NOT_FOUND
-            }
+            ApiError::NotFound(_)
+            | ApiError::Missing { .. }
+            | ApiError::Store(StoreError::NotFound(_)) => StatusCode::NOT_FOUND,
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -123,6 +131,9 @@ mod tests {
     fn statuses_follow_the_error() {
         let cases = [
             (PageError::NotFound, 404),
+            (PageError::Missing("no patch"), 404),
+            (PageError::Conflict("still running"), 409),
+            (PageError::Api(ApiError::missing("no_patch", "m")), 404),
             (PageError::Forbidden("csrf"), 403),
             (PageError::Unauthorized, 401),
             (PageError::LinkInvalid, 410),

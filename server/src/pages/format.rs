@@ -1,6 +1,7 @@
 //! Human formatting of counts, ages and durations, and the status pill.
 
 use ultraplan_protocol::derive_phase;
+use ultraplan_protocol::patch::ExecutionState;
 use ultraplan_protocol::session::{Phase, SessionStatus};
 
 /// `1234567` → `1,234,567`.
@@ -54,19 +55,37 @@ pub struct Pill {
     pub label: &'static str,
 }
 
-/// What the pill says: failed when the last `result` was not a success, then archived, then
-/// the same phases the terminal shows.
-pub fn pill(status: SessionStatus, pending_plan: bool, last_result: Option<&str>) -> Pill {
+/// What the pill says: failed when the last `result` was not a success, then executed once
+/// remote execution finished, then archived, then executing while the approved plan is
+/// implemented, then the same phases the terminal shows.
+pub fn pill(
+    status: SessionStatus,
+    pending_plan: bool,
+    last_result: Option<&str>,
+    execution: Option<ExecutionState>,
+) -> Pill {
     if last_result.is_some_and(|s| s != "success") {
         return Pill {
             class: "failed",
             label: "failed",
         };
     }
+    if execution == Some(ExecutionState::Finished) {
+        return Pill {
+            class: "executed",
+            label: "◆ executed",
+        };
+    }
     if status == SessionStatus::Archived {
         return Pill {
             class: "archived",
             label: "archived",
+        };
+    }
+    if execution == Some(ExecutionState::Executing) {
+        return Pill {
+            class: "executing",
+            label: "◇ executing",
         };
     }
     match derive_phase(status, pending_plan, false) {
@@ -119,18 +138,44 @@ mod tests {
 
     #[test]
     fn pills_follow_status() {
+        use ExecutionState::{Executing, Finished};
         use SessionStatus::*;
         let cases = [
-            (Running, false, None, "◇ running"),
-            (RequiresAction, true, None, "◆ ready"),
-            (RequiresAction, false, None, "◇ needs input"),
-            (Idle, false, Some("success"), "◇ needs input"),
-            (Archived, false, Some("success"), "archived"),
-            (Archived, false, Some("error_timeout"), "failed"),
-            (Idle, true, Some("error_during_execution"), "failed"),
+            (Running, false, None, None, "◇ running"),
+            (RequiresAction, true, None, None, "◆ ready"),
+            (RequiresAction, false, None, None, "◇ needs input"),
+            (Idle, false, Some("success"), None, "◇ needs input"),
+            (Archived, false, Some("success"), None, "archived"),
+            (Archived, false, Some("error_timeout"), None, "failed"),
+            (Idle, true, Some("error_during_execution"), None, "failed"),
+            (
+                Running,
+                false,
+                Some("success"),
+                Some(Executing),
+                "◇ executing",
+            ),
+            (Idle, false, Some("success"), Some(Executing), "◇ executing"),
+            (Archived, false, None, Some(Executing), "archived"),
+            (Idle, false, Some("success"), Some(Finished), "◆ executed"),
+            (
+                Archived,
+                false,
+                Some("success"),
+                Some(Finished),
+                "◆ executed",
+            ),
+            (
+                Idle,
+                false,
+                Some("error_during_execution"),
+                Some(Finished),
+                "failed",
+            ),
         ];
-        for (status, pending, last, want) in cases {
-            assert_eq!(pill(status, pending, last).label, want, "{status:?}");
+        for (status, pending, last, execution, want) in cases {
+            let got = pill(status, pending, last, execution).label;
+            assert_eq!(got, want, "{status:?} {execution:?}");
         }
     }
 }

@@ -59,6 +59,7 @@ pub fn list_rows(
                     row.status,
                     row.has_pending_plan,
                     results.get(&row.id).map(String::as_str),
+                    row.execution.as_ref().map(|e| e.state),
                 ),
                 stalled: is_stalled(&row.id),
                 tokens: short(row.usage.total()),

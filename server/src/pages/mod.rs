@@ -8,11 +8,14 @@
 mod actions;
 mod assets;
 mod auth;
+mod changes;
 mod db;
 mod diff;
 mod digest;
+mod download;
 mod error;
 mod format;
+mod git_paths;
 mod headers;
 mod list;
 pub mod login;
@@ -22,6 +25,7 @@ mod session;
 mod stream;
 mod templates;
 mod timeline;
+mod unified;
 mod view;
 
 #[cfg(test)]
@@ -47,6 +51,7 @@ pub fn routes() -> Router<AppState> {
         .route("/fragments/sessions", get(list::rows))
         .route("/sessions/{id}", get(session::page))
         .route("/sessions/{id}/stream", get(stream::stream))
+        .route("/sessions/{id}/patch.diff", get(download::patch_diff))
         .route(
             "/sessions/{id}/plans/{tool_use_id}/decision",
             post(actions::decide),

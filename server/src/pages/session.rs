@@ -1,5 +1,6 @@
 //! `GET /sessions/{id}`: the review page, and what the live stream re-renders.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use askama::Template;
@@ -11,11 +12,12 @@ use sha2::{Digest as _, Sha256};
 use ultraplan_protocol::events::Event;
 
 use super::auth::WebUser;
+use super::changes::{self, ChangesView};
 use super::digest::Digest;
 use super::error::{PageError, PageResult};
 use super::notice::Notice;
 use super::templates::{
-    EntryFragment, HeadRegion, Layout, ReviewRegion, SessionPage, SideRegion, render,
+    ChangesRegion, EntryFragment, HeadRegion, Layout, ReviewRegion, SessionPage, SideRegion, render,
 };
 use super::timeline::Entry;
 use super::view::{SessionInput, SessionView, session_view};
@@ -36,6 +38,7 @@ pub struct Region {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Regions {
     pub head: Region,
+    pub changes: Region,
     pub review: Region,
     pub side: Region,
 }
@@ -49,6 +52,7 @@ fn region(html: String) -> Region {
 pub fn regions(v: &SessionView) -> Result<Regions, askama::Error> {
     Ok(Regions {
         head: region(HeadRegion { v }.render()?),
+        changes: region(ChangesRegion { v }.render()?),
         review: region(ReviewRegion { v }.render()?),
         side: region(SideRegion { v }.render()?),
     })
@@ -97,15 +101,27 @@ pub fn stalled(state: &AppState, session_id: &str) -> bool {
         .is_some_and(|o| o.stalled(session_id))
 }
 
-/// The view of a session from its row, plans and digested log.
+/// What the page shows of a session's plans, log and execution.
+pub struct Loaded<'a> {
+    pub row: &'a SessionRow,
+    pub plans: &'a [PlanRow],
+    pub digest: &'a Digest,
+    pub changes: Option<Arc<ChangesView>>,
+}
+
+/// The view of a session from its row, plans, digested log and execution.
 pub fn build_view(
     state: &AppState,
-    row: &SessionRow,
-    plans: &[PlanRow],
-    digest: &Digest,
+    loaded: Loaded<'_>,
     csrf: &str,
     notice: Option<Notice>,
 ) -> SessionView {
+    let Loaded {
+        row,
+        plans,
+        digest,
+        changes,
+    } = loaded;
     session_view(&SessionInput {
         row,
         plans,
@@ -115,6 +131,7 @@ pub fn build_view(
         stalled: stalled(state, &row.id),
         csrf,
         notice,
+        changes,
     })
 }
 
@@ -151,7 +168,14 @@ pub async fn page(
     }
     let plans = state.store.list_plans(&row.id).await?;
     let notice = query.notice.as_deref().and_then(Notice::parse);
-    let v = build_view(&state, &row, &plans, &digest, &user.csrf, notice);
+    let changes = changes::load(&state, &row).await?.map(Arc::new);
+    let loaded = Loaded {
+        row: &row,
+        plans: &plans,
+        digest: &digest,
+        changes,
+    };
+    let v = build_view(&state, loaded, &user.csrf, notice);
     let page = SessionPage {
         layout: Layout::for_user(&v.title, &user),
         regions: regions(&v)?,

@@ -5,6 +5,7 @@
 //! browser reconnects, so server shutdowns never wait long on it.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use askama::Template;
@@ -15,14 +16,17 @@ use futures_util::Stream;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use tokio::time::Instant;
+use ultraplan_protocol::patch::Execution;
 
 use super::auth::FeedUser;
+use super::changes::{self, ChangesView};
 use super::digest::Digest;
 use super::error::PageResult;
-use super::session::{Region, build_view, events_after, owned, regions};
+use super::session::{Loaded, Region, build_view, events_after, owned, regions};
 use super::templates::{EntryFragment, ResultFragment};
 use super::timeline::{Item, Op, Place};
 use crate::state::AppState;
+use crate::store::SessionRow;
 
 /// How often regions are re-rendered without new events (usage, stall, teleport window).
 const TICK: Duration = Duration::from_secs(5);
@@ -85,6 +89,9 @@ struct Feed {
     wake: watch::Receiver<i64>,
     /// Region keys the browser has.
     keys: Vec<(String, String)>,
+    /// The changes panel for the execution it was built from: a stored patch does not
+    /// change while the execution stays the same, so it is read and parsed once.
+    changes: Option<(Option<Execution>, Option<Arc<ChangesView>>)>,
     ends_at: Instant,
     next_tick: Instant,
     first: bool,
@@ -114,6 +121,7 @@ impl Feed {
             digest,
             wake,
             keys: Vec::new(),
+            changes: None,
             ends_at: now + LIFETIME,
             next_tick: now,
             first: true,
@@ -178,10 +186,18 @@ impl Feed {
             return Ok(Vec::new());
         };
         let plans = self.state.store.list_plans(&row.id).await?;
-        let v = build_view(&self.state, &row, &plans, &self.digest, &self.csrf, None);
+        let changes = self.changes_of(&row).await?;
+        let loaded = Loaded {
+            row: &row,
+            plans: &plans,
+            digest: &self.digest,
+            changes,
+        };
+        let v = build_view(&self.state, loaded, &self.csrf, None);
         let all = regions(&v)?;
         let named = [
             ("head", all.head),
+            ("changes", all.changes),
             ("review", all.review),
             ("side", all.side),
         ];
@@ -195,6 +211,17 @@ impl Feed {
             }
         }
         Ok(changed)
+    }
+
+    async fn changes_of(&mut self, row: &SessionRow) -> PageResult<Option<Arc<ChangesView>>> {
+        if let Some((execution, view)) = &self.changes
+            && *execution == row.execution
+        {
+            return Ok(view.clone());
+        }
+        let view = changes::load(&self.state, row).await?.map(Arc::new);
+        self.changes = Some((row.execution.clone(), view.clone()));
+        Ok(view)
     }
 
     fn event(&self, update: &Update) -> SseEvent {

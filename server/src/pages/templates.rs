@@ -5,6 +5,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::auth::WebUser;
+#[allow(unused_imports)] // used by the generated template code
+use super::changes::ChangesState;
 use super::list::ListRow;
 use super::session::Regions;
 #[allow(unused_imports)] // used by the generated template code
@@ -91,6 +93,12 @@ pub struct SessionPage {
 #[derive(Template)]
 #[template(path = "region_head.html", config = "../web/askama.toml")]
 pub struct HeadRegion<'a> {
+    pub v: &'a SessionView,
+}
+
+#[derive(Template)]
+#[template(path = "region_changes.html", config = "../web/askama.toml")]
+pub struct ChangesRegion<'a> {
     pub v: &'a SessionView,
 }
 

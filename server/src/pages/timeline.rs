@@ -93,6 +93,8 @@ pub enum EntryKind {
         subtype: String,
         text: String,
         detail: String,
+        /// The `result` that ends a remote execution (it carries the patch summary).
+        execution: bool,
     },
     /// System and control notes.
     Note {

@@ -1,8 +1,12 @@
 //! The session page's view model, built purely from what the store and the log say.
 
+use std::sync::Arc;
+
 use ultraplan_protocol::api::{Decision, PlanStatus};
+use ultraplan_protocol::patch::ExecutionState;
 use ultraplan_protocol::session::SessionStatus;
 
+use super::changes::ChangesView;
 use super::diff::{self, Line};
 use super::digest::{Digest, Question, Todo};
 use super::format::{Pill, duration, pill, short, thousands};
@@ -21,6 +25,8 @@ pub struct SessionInput<'a> {
     pub stalled: bool,
     pub csrf: &'a str,
     pub notice: Option<Notice>,
+    /// Remote execution and its patch (see [`super::changes::load`]).
+    pub changes: Option<Arc<ChangesView>>,
 }
 
 /// The session page.
@@ -47,6 +53,10 @@ pub struct SessionView {
     pub todos: Vec<Todo>,
     pub usage: UsageView,
     pub last_event_id: i64,
+    /// Remote execution of the approved plan.
+    pub changes: Option<Arc<ChangesView>>,
+    /// `3 files changed, +12 −2` once execution finished with a patch.
+    pub executed: Option<String>,
 }
 
 /// The newest plan and what can be done with it.
@@ -256,6 +266,7 @@ pub fn session_view(input: &SessionInput<'_>) -> SessionView {
             row.status,
             row.has_pending_plan,
             input.digest.last_result.as_deref(),
+            row.execution.as_ref().map(|e| e.state),
         ),
         stalled: input.stalled && !archived,
         archived,
@@ -270,7 +281,18 @@ pub fn session_view(input: &SessionInput<'_>) -> SessionView {
         todos: input.digest.todos.clone(),
         usage: usage(row, input.digest, input.now_ms),
         last_event_id: row.last_event_id.max(input.digest.last_event_id),
+        changes: input.changes.clone(),
+        executed: executed(row),
     }
+}
+
+/// The headline of a finished execution's patch.
+fn executed(row: &SessionRow) -> Option<String> {
+    let execution = row.execution.as_ref()?;
+    if execution.state != ExecutionState::Finished {
+        return None;
+    }
+    execution.patch.as_ref().map(|p| p.headline())
 }
 
 #[cfg(test)]

@@ -72,6 +72,7 @@ fn view(row: &SessionRow, plans: &[PlanRow], digest: &Digest, polling: bool) -> 
         stalled: true,
         csrf: "csrf-token",
         notice: None,
+        changes: None,
     })
 }
 

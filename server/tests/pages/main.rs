@@ -4,6 +4,7 @@
 
 mod browser;
 mod decisions;
+mod execution;
 mod flow;
 mod http;
 mod security;
