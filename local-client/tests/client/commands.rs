@@ -1,15 +1,11 @@
 //! The session commands against the scripted server: login and configuration precedence,
 //! status, list, open, stop, approve, reject, teleport, pull of a teleported plan (the patch
-//! of an executed plan: tests/pull.rs), and the teleport-back hint.
-
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
+//! of an executed plan: tests/client/pull.rs), and the teleport-back hint.
 
 use std::os::unix::fs::PermissionsExt;
 
-use support::server::{Config, SESSION_ID, Server, plan};
-use support::{Home, events, git_repo, state_json};
+use crate::support::server::{Config, SESSION_ID, Server, plan};
+use crate::support::{Home, events, git_repo, state_json};
 
 fn out_text(out: &std::process::Output) -> (String, String) {
     (

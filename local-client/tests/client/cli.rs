@@ -1,7 +1,5 @@
 //! The `ultraplan` binary, driven as a user would, with a throwaway HOME.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test binary: failures should panic
-
 use assert_cmd::Command;
 use assert_cmd::cargo::cargo_bin_cmd;
 use tempfile::TempDir;

@@ -156,10 +156,6 @@ impl Server {
         self.inner.lock().unwrap().recorded.clone()
     }
 
-    pub fn push(&self, reply: Reply) {
-        self.inner.lock().unwrap().script.push_back(reply);
-    }
-
     pub fn open_gate(&self) {
         self.inner
             .lock()

@@ -2,8 +2,6 @@
 //! runtime thread) that serves scripted event pages and records what the client did, plus
 //! event builders and a throwaway HOME for the binary.
 
-#![allow(dead_code)] // each test crate uses a different part
-
 pub mod events;
 pub mod pty;
 pub mod server;

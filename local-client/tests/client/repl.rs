@@ -1,15 +1,11 @@
 //! The interactive prompt under a pseudo-terminal: rainbow highlighting, the launch notice,
 //! the confirmation, the launch guard and the status line.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
-
 use std::time::{Duration, Instant};
 
-use support::pty::{PATIENCE, Pty};
-use support::server::{Config, Server};
-use support::{Home, git_repo};
+use crate::support::pty::{PATIENCE, Pty};
+use crate::support::server::{Config, Server};
+use crate::support::{Home, git_repo};
 
 fn prompt_session(home: &Home, server: &Server, cwd: &std::path::Path) -> Pty {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ultraplan"));

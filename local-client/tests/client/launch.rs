@@ -1,14 +1,10 @@
 //! `ultraplan launch` against the scripted server: eligibility, confirmation rules, the
 //! deduplicated upload, the create-session request, and the detached poller.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
-
 use std::time::{Duration, Instant};
 
-use support::server::{Config, Reply, SESSION_ID, Server};
-use support::{Home, events, git_repo};
+use crate::support::server::{Config, Reply, SESSION_ID, Server};
+use crate::support::{Home, events, git_repo};
 
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()

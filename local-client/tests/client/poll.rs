@@ -1,15 +1,11 @@
 //! The poll loop against a scripted server, on virtual time: every outcome, and whether the
 //! remote session is archived for it.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
-
 use std::sync::Mutex;
 use std::time::Duration;
 
-use support::events::{self, PLAN};
-use support::server::{Config, Reply, SESSION_ID, Server};
+use crate::support::events::{self, PLAN};
+use crate::support::server::{Config, Reply, SESSION_ID, Server};
 use ultraplan::api::Client;
 use ultraplan::poll::{Clock, Notifier, PollConfig, Watcher};
 use ultraplan::state::{FailureReason, Outcome, SessionState, StateStore};

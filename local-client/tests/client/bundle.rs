@@ -1,7 +1,5 @@
 //! The bundler against real temporary git repositories.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test binary: failures should panic
-
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::os::unix::fs::{PermissionsExt, symlink};

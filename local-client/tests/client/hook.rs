@@ -1,19 +1,15 @@
 //! `ultraplan hook claude-code` with recorded Claude Code `UserPromptSubmit` payloads.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
-
 use std::path::Path;
 
+use crate::support::server::{Config, SESSION_ID, Server};
+use crate::support::{Home, events, git_repo, state_json};
 use serde_json::Value;
-use support::server::{Config, SESSION_ID, Server};
-use support::{Home, events, git_repo, state_json};
 
 /// A recorded payload, with `cwd` pointed at `repo`.
 fn fixture(name: &str, repo: &Path) -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
+        .join("tests/client/fixtures")
         .join(name);
     let mut payload: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     payload["cwd"] = repo.to_str().unwrap().into();

@@ -2,16 +2,12 @@
 //! dirs, and the scripted server serving a real patch made with `git diff --binary
 //! --full-index` in a scratch copy of the repository.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
-
 use std::path::{Path, PathBuf};
 
+use crate::support::Home;
+use crate::support::pty::Pty;
+use crate::support::server::{Config, SESSION_ID, Server, executing, finished, plan};
 use serde_json::json;
-use support::Home;
-use support::pty::Pty;
-use support::server::{Config, SESSION_ID, Server, executing, finished, plan};
 
 const LIB: &str = "pub fn one() -> u32 {\n    1\n}\n\npub fn two() -> u32 {\n    2\n}\n\n\
                    pub fn three() -> u32 {\n    3\n}\n";

@@ -1,0 +1,15 @@
+//! The `ultraplan` client's integration tests, in one test binary: the bundler, the binary
+//! driven as a user would, the session commands, the hook, launch, the poll loop, pulling a
+//! patch, and the interactive prompt — against real git repositories and a scripted server.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test binary: failures should panic
+
+mod bundle;
+mod cli;
+mod commands;
+mod hook;
+mod launch;
+mod poll;
+mod pull;
+mod repl;
+mod support;
