@@ -154,6 +154,11 @@ impl ServerProcess {
         bail!("server did not come up; log:\n{}", self.log())
     }
 
+    /// The server process's id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().and_then(Child::id)
+    }
+
     /// The server's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.data_dir.join("server.log")).unwrap_or_default()

@@ -1,0 +1,146 @@
+//! Thousands of idle sessions polled the way the terminal client polls them (DESIGN §6: p99
+//! under 50 ms per poll on 2 cores; memory per idle session in kilobytes). Every session is
+//! polled every 3 s with the client's two requests (the session, then the events after the
+//! last id); no agent runs, so every poll is the idle case. Runs the release server binary.
+//!
+//!   bench/idle_pollers.sh [SESSIONS] [SECONDS]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Mutex;
+use ultraplan_tests::harness::{ServerProcess, demo_repo};
+
+const POLL_EVERY: Duration = Duration::from_secs(3);
+
+fn arg(n: usize, default: u64) -> u64 {
+    std::env::args()
+        .filter(|a| !a.starts_with('-'))
+        .nth(n)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Resident memory of a process in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// User + system CPU seconds a process has used.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks: f64 = [11, 12]
+        .iter()
+        .filter_map(|i| fields.get(*i).and_then(|v| v.parse::<f64>().ok()))
+        .sum();
+    ticks / 100.0
+}
+
+async fn poll(http: &reqwest::Client, base: &str, token: &str, id: &str, after: i64) -> Duration {
+    let started = Instant::now();
+    let session = http
+        .get(format!("{base}/v1/sessions/{id}"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("session");
+    assert!(session.status().is_success());
+    let _ = session.bytes().await;
+    let events = http
+        .get(format!("{base}/v1/sessions/{id}/events?after_id={after}"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("events");
+    assert!(events.status().is_success());
+    let _ = events.bytes().await;
+    started.elapsed()
+}
+
+#[tokio::main]
+async fn main() {
+    let sessions = arg(1, 2000) as usize;
+    let seconds = arg(2, 30);
+    let server = ServerProcess::start(&[
+        ("ULTRAPLAN_RUNNER", "bwrap"),
+        ("ULTRAPLAN_AGENT_BIN", "/nonexistent/ultraplan-agent"),
+        ("ULTRAPLAN_RATE_LIMIT", "0"),
+        ("ULTRAPLAN_LOG", "warn"),
+        ("ULTRAPLAN_MODEL", "offline"),
+    ])
+    .await
+    .expect("server");
+    let pid = server.pid().expect("pid");
+    let bundle = server.upload(&demo_repo()).await.expect("upload");
+    let rss_before = rss_kib(pid);
+    let mut ids = Vec::with_capacity(sessions);
+    for i in 0..sessions {
+        ids.push(
+            server
+                .create_session(&bundle, &format!("idle {i}"))
+                .await
+                .expect("create"),
+        );
+    }
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(sessions)
+        .build()
+        .expect("client");
+    let base = server.base_url.clone();
+    let token = server.token.clone();
+    let latencies = Arc::new(Mutex::new(Vec::new()));
+    let cpu_before = cpu_seconds(pid);
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let stagger = POLL_EVERY / u32::try_from(sessions.max(1)).unwrap_or(u32::MAX);
+    let mut pollers = Vec::new();
+    for (i, id) in ids.iter().cloned().enumerate() {
+        let (http, base, token, latencies) =
+            (http.clone(), base.clone(), token.clone(), latencies.clone());
+        let start = tokio::time::Instant::now() + stagger * u32::try_from(i).unwrap_or(0);
+        pollers.push(tokio::spawn(async move {
+            let mut ticks = tokio::time::interval_at(start, POLL_EVERY);
+            while Instant::now() < deadline {
+                ticks.tick().await;
+                let took = poll(&http, &base, &token, &id, 2).await;
+                latencies.lock().await.push(took);
+            }
+        }));
+    }
+    for poller in pollers {
+        poller.await.expect("poller");
+    }
+    let cpu = cpu_seconds(pid) - cpu_before;
+    let rss_after = rss_kib(pid);
+    let mut all = latencies.lock().await.clone();
+    all.sort();
+    let at = |q: f64| all[((all.len() - 1) as f64 * q).round() as usize];
+    println!(
+        "{sessions} idle sessions, each polled every {POLL_EVERY:?} for {seconds} s: {} polls \
+         (2 requests each), p50 {:?}, p99 {:?}, max {:?}; goal p99 < 50 ms, p99 is {:.2}× the goal",
+        all.len(),
+        at(0.5),
+        at(0.99),
+        all[all.len() - 1],
+        at(0.99).as_secs_f64() / 0.050
+    );
+    println!(
+        "server CPU {:.1} s over {seconds} s ({:.0}% of one core); RSS {} KiB before the \
+         sessions, {} KiB after: {:.1} KiB per idle polled session",
+        cpu,
+        cpu / seconds as f64 * 100.0,
+        rss_before,
+        rss_after,
+        rss_after.saturating_sub(rss_before) as f64 / sessions as f64
+    );
+}
