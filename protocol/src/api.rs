@@ -90,6 +90,10 @@ pub struct EventsPage {
     pub has_more: bool,
     pub first_id: Option<i64>,
     pub last_id: Option<i64>,
+    /// The session as of this page (read after its events, so never older than them): one
+    /// request per poll instead of two. Older servers leave it out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<Box<crate::session::SessionResource>>,
 }
 
 /// `POST /v1/sessions/{id}/events`.

@@ -112,21 +112,25 @@ impl Watcher<'_> {
         }
     }
 
-    /// One poll: every new event (following `has_more`), then the session's status and usage.
+    /// One poll: every new event (following `has_more`) and the session's status and usage,
+    /// which the last page carries (older servers: asked for separately).
     async fn poll(&self, id: &str, after_id: i64) -> Result<Tick, ApiError> {
         let mut events = Vec::new();
         let mut after = after_id;
         let mut wait = self.wait;
-        loop {
+        let last_session = loop {
             let page = self.client.events(id, after, wait.take()).await?;
             after = page.last_id.unwrap_or(after).max(after);
             let more = page.has_more && !page.data.is_empty();
             events.extend(page.data);
             if !more || events.len() >= MAX_EVENTS_PER_POLL {
-                break;
+                break page.session;
             }
-        }
-        let session = self.client.session(id).await?;
+        };
+        let session = match last_session {
+            Some(session) => *session,
+            None => self.client.session(id).await?,
+        };
         Ok(Tick {
             events,
             status: session.session_status,

@@ -63,7 +63,16 @@ async fn watch_until(
     poll: PollConfig,
     stop: impl std::future::Future<Output = ()>,
 ) -> Run {
-    let server = Server::start(Config::default(), script);
+    watch_with(Config::default(), script, poll, stop).await
+}
+
+async fn watch_with(
+    server_config: Config,
+    script: Vec<Reply>,
+    poll: PollConfig,
+    stop: impl std::future::Future<Output = ()>,
+) -> Run {
+    let server = Server::start(server_config, script);
     let client = Client::new(&server.url, Some("token")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let store = StateStore::new(dir.path());
@@ -322,4 +331,34 @@ async fn no_response_is_transient() {
     let client = Client::new(&url, None).unwrap();
     let err = client.events(SESSION_ID, 0, None).await.unwrap_err();
     assert!(err.is_transient(), "{err}");
+}
+
+#[tokio::test]
+async fn pages_that_carry_the_session_need_one_request_per_poll() {
+    // (pages carry the session, session lookups expected)
+    for (carry, lookups) in [(true, 0), (false, 3)] {
+        let server_config = Config {
+            pages_carry_session: carry,
+            ..Config::default()
+        };
+        let run = watch_with(
+            server_config,
+            vec![
+                page(vec![events::text("looking around")], "running"),
+                page(vec![events::plan_call("t1")], "requires_action"),
+                page(vec![events::approved("t1")], "running"),
+            ],
+            config(1800),
+            std::future::pending(),
+        )
+        .await;
+        assert_eq!(run.end.outcome, Some(Outcome::Approved), "carry={carry}");
+        let requests = run.server.recorded().requests;
+        let session_gets = requests
+            .iter()
+            .filter(|r| r.as_str() == format!("GET /v1/sessions/{SESSION_ID}"))
+            .count();
+        assert_eq!(session_gets, lookups, "carry={carry}: {requests:#?}");
+        assert_eq!(run.notified, [Phase::PlanReady]);
+    }
 }

@@ -29,13 +29,21 @@ pub struct EventsQuery {
     pub wait: Option<u64>,
 }
 
-fn page(data: Vec<Event>, has_more: bool) -> EventsPage {
-    EventsPage {
+/// A page of events with the session as it stands now (read after the events: status
+/// changes are written before the events they cause, so it is never older than them).
+async fn page(state: &AppState, id: &str, data: Vec<Event>, has_more: bool) -> ApiResult<EventsPage> {
+    let session = state
+        .store
+        .session(id)
+        .await?
+        .map(|row| Box::new(sessions::resource(state, &row)));
+    Ok(EventsPage {
         first_id: data.first().map(|e| e.id),
         last_id: data.last().map(|e| e.id),
         data,
         has_more,
-    }
+        session,
+    })
 }
 
 /// Page through a session's events; with `wait`, hold the request until one arrives.
@@ -61,12 +69,12 @@ pub async fn list(
         let give_up =
             wait.is_zero() || row.status == SessionStatus::Archived || Instant::now() >= deadline;
         if !events.is_empty() || give_up {
-            return Ok(Json(page(events, has_more)));
+            return Ok(Json(page(&state, &id, events, has_more).await?));
         }
         tokio::select! {
             changed = wake.changed() => {
                 if changed.is_err() {
-                    return Ok(Json(page(Vec::new(), false)));
+                    return Ok(Json(page(&state, &id, Vec::new(), false).await?));
                 }
             }
             () = tokio::time::sleep_until(deadline) => {}

@@ -14,9 +14,9 @@ use crate::store::{PatchRow, SessionRow, format_ms};
 
 /// The patch of the session's remote execution: the raw `git diff --binary` output
 /// (`text/x-diff`, empty when nothing changed), or with `Accept: application/json` a
-/// [`PatchResource`]. 409 `execution_running` while the agent still executes; 404 `no_patch`
+/// `PatchResource`. 409 `execution_running` while the agent still executes; 404 `no_patch`
 /// when the session has no execution or it produced none.
-#[utoipa::path(get, path = "/v1/sessions/{id}/patch", tag = "sessions",
+#[utoipa::path(get, path = "/v1/sessions/{id}/patch", tag = "sessions", operation_id = "get_patch",
     params(("id" = String, Path, description = "Session id")),
     responses(
         (status = 200, description = "The unified diff (text/x-diff), or PatchResource as JSON",

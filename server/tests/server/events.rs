@@ -32,6 +32,14 @@ both!(long_poll_wakes_on_append, |backend| async move {
     let page: EventsPage = response.json().await.expect("page");
     assert_eq!(page.first_id, Some(3));
     assert_eq!(page.data.len(), 1);
+    // The page carries the session as of its events: the plan already made it wait.
+    let carried = page.session.as_ref().expect("the page carries the session");
+    assert_eq!(carried.id, id);
+    assert_eq!(
+        carried.session_status,
+        ultraplan_protocol::SessionStatus::RequiresAction
+    );
+    assert_eq!(carried.plan_revisions, 1);
     let mut scanner = ExitPlanModeScanner::new();
     assert_eq!(
         scanner.ingest(&page.data).expect("scan"),

@@ -50,6 +50,8 @@ pub struct Config {
     pub patch: Vec<u8>,
     /// The patch endpoint answers 409 `execution_running` whatever the resource says.
     pub patch_running: bool,
+    /// Event pages carry the session resource (servers that do save a request per poll).
+    pub pages_carry_session: bool,
 }
 
 impl Default for Config {
@@ -66,6 +68,7 @@ impl Default for Config {
             executions: Vec::new(),
             patch: Vec::new(),
             patch_running: false,
+            pages_carry_session: false,
         }
     }
 }
@@ -403,8 +406,11 @@ async fn events(State(shared): State<Shared>, Path(id): Path<String>) -> Respons
         .collect();
     let first = data.first().map(|e| e["id"].clone());
     let last = data.last().map(|e| e["id"].clone());
-    axum::Json(json!({"data": data, "has_more": has_more, "first_id": first, "last_id": last}))
-        .into_response()
+    let mut page = json!({"data": data, "has_more": has_more, "first_id": first, "last_id": last});
+    if inner.config.pages_carry_session {
+        page["session"] = resource(&inner, "fix the auth flow");
+    }
+    axum::Json(page).into_response()
 }
 
 async fn archive(State(shared): State<Shared>) -> Response {
