@@ -31,7 +31,12 @@ pub struct EventsQuery {
 
 /// A page of events with the session as it stands now (read after the events: status
 /// changes are written before the events they cause, so it is never older than them).
-async fn page(state: &AppState, id: &str, data: Vec<Event>, has_more: bool) -> ApiResult<EventsPage> {
+async fn page(
+    state: &AppState,
+    id: &str,
+    data: Vec<Event>,
+    has_more: bool,
+) -> ApiResult<EventsPage> {
     let session = state
         .store
         .session(id)

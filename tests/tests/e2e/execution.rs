@@ -109,7 +109,7 @@ fn clone(root: &Path, origin: &Path, name: &str) -> PathBuf {
 
 /// The `ultraplan` client with its own HOME, talking to `server`.
 fn client(server: &ServerProcess, home: &Path, cwd: &Path, args: &[&str]) -> Output {
-    let out = std::process::Command::new(workspace_bin("ultraplan").expect("client"))
+    std::process::Command::new(workspace_bin("ultraplan").expect("client"))
         .args(args)
         .current_dir(cwd)
         .env_clear()
@@ -122,8 +122,7 @@ fn client(server: &ServerProcess, home: &Path, cwd: &Path, args: &[&str]) -> Out
         .env("ULTRAPLAN_SERVER", &server.base_url)
         .env("ULTRAPLAN_TOKEN", &server.token)
         .output()
-        .expect("run ultraplan");
-    out
+        .expect("run ultraplan")
 }
 
 fn text(out: &Output) -> String {
