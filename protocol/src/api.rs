@@ -90,8 +90,9 @@ pub struct EventsPage {
     pub has_more: bool,
     pub first_id: Option<i64>,
     pub last_id: Option<i64>,
-    /// The session as of this page (read after its events, so never older than them): one
-    /// request per poll instead of two. Older servers leave it out.
+    /// With `include=session`: the session as of this page (read after its events, so never
+    /// older than them), so a poll needs one request instead of two. Absent otherwise (and
+    /// from older servers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<Box<crate::session::SessionResource>>,
 }

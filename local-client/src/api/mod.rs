@@ -202,7 +202,8 @@ impl Client {
             .query(&[
                 ("after_id", after_id),
                 ("limit", i64::from(MAX_EVENTS_PAGE)),
-            ]);
+            ])
+            .query(&[("include", "session")]);
         let mut timeout = REQUEST_TIMEOUT;
         if let Some(wait) = wait.filter(|w| !w.is_zero()) {
             builder = builder.query(&[("wait", wait.as_secs())]);

@@ -27,21 +27,29 @@ pub struct EventsQuery {
     pub limit: Option<u32>,
     /// Hold the request up to this many seconds (max 25) until an event arrives.
     pub wait: Option<u64>,
+    /// `session`: the page also carries the session resource as of its events, so a poller
+    /// needs one request instead of two.
+    pub include: Option<String>,
 }
 
-/// A page of events with the session as it stands now (read after the events: status
-/// changes are written before the events they cause, so it is never older than them).
+/// A page of events, with the session as it stands now when asked for (read after the
+/// events: status changes are written before the events they cause, so it is never older).
 async fn page(
     state: &AppState,
     id: &str,
+    with_session: bool,
     data: Vec<Event>,
     has_more: bool,
 ) -> ApiResult<EventsPage> {
-    let session = state
-        .store
-        .session(id)
-        .await?
-        .map(|row| Box::new(sessions::resource(state, &row)));
+    let session = if with_session {
+        state
+            .store
+            .session(id)
+            .await?
+            .map(|row| Box::new(sessions::resource(state, &row)))
+    } else {
+        None
+    };
     Ok(EventsPage {
         first_id: data.first().map(|e| e.id),
         last_id: data.last().map(|e| e.id),
@@ -66,6 +74,16 @@ pub async fn list(
     let after_id = q.after_id.unwrap_or(0).max(0);
     let limit = q.limit.unwrap_or(MAX_EVENTS_PAGE).clamp(1, MAX_EVENTS_PAGE);
     let wait = Duration::from_secs(q.wait.unwrap_or(0).min(MAX_EVENTS_WAIT_SECS));
+    let with_session = match q.include.as_deref() {
+        None | Some("") => false,
+        Some("session") => true,
+        Some(other) => {
+            return Err(ApiError::bad_request(
+                "invalid_query",
+                format!("include={other}: the only value is `session`"),
+            ));
+        }
+    };
     state.hub.record_poll(&id);
     let mut wake = state.hub.subscribe(&id);
     let deadline = Instant::now() + wait;
@@ -74,12 +92,14 @@ pub async fn list(
         let give_up =
             wait.is_zero() || row.status == SessionStatus::Archived || Instant::now() >= deadline;
         if !events.is_empty() || give_up {
-            return Ok(Json(page(&state, &id, events, has_more).await?));
+            return Ok(Json(
+                page(&state, &id, with_session, events, has_more).await?,
+            ));
         }
         tokio::select! {
             changed = wake.changed() => {
                 if changed.is_err() {
-                    return Ok(Json(page(&state, &id, Vec::new(), false).await?));
+                    return Ok(Json(page(&state, &id, with_session, Vec::new(), false).await?));
                 }
             }
             () = tokio::time::sleep_until(deadline) => {}

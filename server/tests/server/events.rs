@@ -13,7 +13,9 @@ both!(long_poll_wakes_on_append, |backend| async move {
     let token = server.user("a").await;
     let session = server.session(&token, "x").await;
     let id = session["id"].as_str().expect("id").to_owned();
-    let url = server.url(&format!("/v1/sessions/{id}/events?after_id=2&wait=25"));
+    let url = server.url(&format!(
+        "/v1/sessions/{id}/events?after_id=2&wait=25&include=session"
+    ));
     let request = server.http.get(url).bearer_auth(&token).send();
     let waiting = tokio::spawn(request);
     // The request is parked server-side until the agent appends; a missed wake-up would hold
@@ -97,13 +99,17 @@ async fn pages_are_capped_and_queries_checked() {
         (page["first_id"].clone(), page["last_id"].clone()),
         (json!(101), json!(130))
     );
-    let (status, body) = server
-        .get(&format!("/v1/sessions/{id}/events?after_id=abc"), &token)
-        .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (400, Some("invalid_query"))
-    );
+    assert!(page.get("session").is_none(), "only with include=session");
+    for query in ["after_id=abc", "include=everything"] {
+        let (status, body) = server
+            .get(&format!("/v1/sessions/{id}/events?{query}"), &token)
+            .await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (400, Some("invalid_query")),
+            "{query}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -1,7 +1,7 @@
 //! The scripted server: each events request takes the next scripted reply; everything the
 //! client does is recorded.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -378,7 +378,12 @@ async fn list_sessions(State(shared): State<Shared>) -> Response {
         .into_response()
 }
 
-async fn events(State(shared): State<Shared>, Path(id): Path<String>) -> Response {
+async fn events(
+    State(shared): State<Shared>,
+    Path(id): Path<String>,
+    axum::extract::Query(query): axum::extract::Query<HashMap<String, String>>,
+) -> Response {
+    let include = query.get("include").map(String::as_str);
     let mut inner = shared.lock().unwrap();
     inner.recorded.events_polls += 1;
     if id != SESSION_ID {
@@ -407,7 +412,7 @@ async fn events(State(shared): State<Shared>, Path(id): Path<String>) -> Respons
     let first = data.first().map(|e| e["id"].clone());
     let last = data.last().map(|e| e["id"].clone());
     let mut page = json!({"data": data, "has_more": has_more, "first_id": first, "last_id": last});
-    if inner.config.pages_carry_session {
+    if inner.config.pages_carry_session && include == Some("session") {
         page["session"] = resource(&inner, "fix the auth flow");
     }
     axum::Json(page).into_response()
