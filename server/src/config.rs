@@ -64,7 +64,7 @@ pub struct Config {
     /// Tokens a session may spend before it is stopped.
     pub session_token_budget: u64,
     /// API requests per token.
-    pub rate_limit: crate::ratelimit::RateLimit,
+    pub rate_limits: crate::ratelimit::RateLimits,
 }
 
 impl Config {
@@ -87,7 +87,7 @@ impl Config {
             agent_binary: crate::runner::default_agent_binary(),
             max_running_sessions: 16,
             session_token_budget: 5_000_000,
-            rate_limit: crate::ratelimit::RateLimit::default(),
+            rate_limits: crate::ratelimit::RateLimits::default(),
         }
     }
 

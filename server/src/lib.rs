@@ -40,8 +40,8 @@ pub use state::AppState;
 pub fn router(state: AppState) -> Router {
     let limited = axum::middleware::from_fn_with_state(state.clone(), ratelimit::limit);
     api::routes(state.config.max_json_body)
-        .layer(limited)
         .merge(pages::routes())
+        .layer(limited)
         .layer(TraceLayer::new_for_http())
         .layer(SetSensitiveRequestHeadersLayer::new([
             AUTHORIZATION,

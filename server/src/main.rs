@@ -80,12 +80,14 @@ struct ServeArgs {
         default_value_t = 5_000_000
     )]
     session_token_budget: u64,
-    /// API requests per second each token may make (0: no limit).
-    #[arg(long, env = "ULTRAPLAN_RATE_LIMIT", default_value_t = 50)]
+    /// Writes (POST, PUT, PATCH, DELETE) per second each token may make, with bursts of ten
+    /// seconds' worth (0: no limit).
+    #[arg(long, env = "ULTRAPLAN_RATE_LIMIT", default_value_t = 20)]
     rate_limit: u32,
-    /// Requests a token may make at once after a quiet spell.
-    #[arg(long, env = "ULTRAPLAN_RATE_BURST", default_value_t = 500)]
-    rate_burst: u32,
+    /// Reads (GET, HEAD) per second each token may make, with bursts of ten seconds' worth
+    /// (0: no limit).
+    #[arg(long, env = "ULTRAPLAN_READ_RATE_LIMIT", default_value_t = 2000)]
+    read_rate_limit: u32,
 }
 
 #[derive(Subcommand)]
@@ -133,9 +135,9 @@ fn apply_serve_args(config: &mut Config, args: ServeArgs) {
     config.runner = args.runner;
     config.max_running_sessions = args.max_running.max(1);
     config.session_token_budget = args.session_token_budget;
-    config.rate_limit = ultraplan_server::ratelimit::RateLimit {
-        per_second: args.rate_limit,
-        burst: args.rate_burst,
+    config.rate_limits = ultraplan_server::ratelimit::RateLimits {
+        writes: ultraplan_server::ratelimit::RateLimit::per_second(args.rate_limit),
+        reads: ultraplan_server::ratelimit::RateLimit::per_second(args.read_rate_limit),
     };
     if let Some(agent) = args.agent_bin {
         config.agent_binary = agent;

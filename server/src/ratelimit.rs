@@ -1,6 +1,8 @@
-//! Rate limits per API token: a token bucket for each bearer credential presented, refilled
-//! continuously. A request over the limit gets 429 `rate_limited` with `Retry-After`, before
-//! any handler or database work runs.
+//! Rate limits per API token: token buckets for each bearer credential presented, refilled
+//! continuously, one for writes (POST, PUT, PATCH, DELETE: sessions, uploads, decisions) and a
+//! far larger one for reads (polls are cheap, and one token may poll thousands of sessions).
+//! A request over its limit gets 429 `rate_limited` with `Retry-After`, before any handler or
+//! database work runs.
 //!
 //! Buckets are keyed by a hash of the whole credential, so nobody can drain another user's
 //! bucket without their token. Requests without a bearer token (pages, health, metrics) are
@@ -12,8 +14,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use axum::extract::{Request, State};
-use axum::http::HeaderValue;
 use axum::http::header::{AUTHORIZATION, RETRY_AFTER};
+use axum::http::{HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
@@ -33,11 +35,28 @@ pub struct RateLimit {
     pub burst: u32,
 }
 
-impl Default for RateLimit {
-    fn default() -> Self {
+impl RateLimit {
+    /// `per_second` with a burst of ten seconds' worth.
+    pub fn per_second(per_second: u32) -> Self {
         RateLimit {
-            per_second: 50,
-            burst: 500,
+            per_second,
+            burst: per_second.saturating_mul(10),
+        }
+    }
+}
+
+/// The limits for writes and for reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimits {
+    pub writes: RateLimit,
+    pub reads: RateLimit,
+}
+
+impl Default for RateLimits {
+    fn default() -> Self {
+        RateLimits {
+            writes: RateLimit::per_second(20),
+            reads: RateLimit::per_second(2000),
         }
     }
 }
@@ -120,12 +139,38 @@ impl RateLimiter {
     }
 }
 
+/// The write and read buckets.
+#[derive(Debug)]
+pub struct Limiters {
+    pub writes: RateLimiter,
+    pub reads: RateLimiter,
+}
+
+impl Limiters {
+    pub fn new(limits: RateLimits) -> Self {
+        Limiters {
+            writes: RateLimiter::new(limits.writes),
+            reads: RateLimiter::new(limits.reads),
+        }
+    }
+
+    /// The limiter for requests of this method.
+    pub fn for_method(&self, method: &Method) -> &RateLimiter {
+        if method.is_safe() {
+            &self.reads
+        } else {
+            &self.writes
+        }
+    }
+}
+
 /// Middleware: limit requests that carry a bearer token.
 pub async fn limit(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let limiter = state.rate_limiters.for_method(request.method());
     let verdict = request
         .headers()
         .get(AUTHORIZATION)
-        .map(|value| state.rate_limiter.check(value.as_bytes(), Instant::now()));
+        .map(|value| limiter.check(value.as_bytes(), Instant::now()));
     match verdict {
         Some(Err(retry_after)) => too_many(retry_after),
         _ => next.run(request).await,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use crate::config::Config;
 use crate::hub::EventHub;
 use crate::orchestrator::Orchestrator;
-use crate::ratelimit::RateLimiter;
+use crate::ratelimit::Limiters;
 use crate::store::Store;
 use crate::telemetry::Counters;
 
@@ -21,14 +21,14 @@ pub struct AppState {
     /// Why no agent can run, when `orchestrator` is `None`.
     pub runner_problem: Option<String>,
     /// Request buckets per API token.
-    pub rate_limiter: Arc<RateLimiter>,
+    pub rate_limiters: Arc<Limiters>,
 }
 
 impl AppState {
     /// State over an opened store.
     pub fn new(config: Config, store: Arc<dyn Store>) -> Self {
         AppState {
-            rate_limiter: Arc::new(RateLimiter::new(config.rate_limit)),
+            rate_limiters: Arc::new(Limiters::new(config.rate_limits)),
             config: Arc::new(config),
             store,
             hub: Arc::new(EventHub::default()),

@@ -75,7 +75,7 @@ async fn main() {
     let server = ServerProcess::start(&[
         ("ULTRAPLAN_RUNNER", "bwrap"),
         ("ULTRAPLAN_AGENT_BIN", "/nonexistent/ultraplan-agent"),
-        ("ULTRAPLAN_RATE_LIMIT", "0"),
+        ("ULTRAPLAN_READ_RATE_LIMIT", "0"),
         ("ULTRAPLAN_LOG", "warn"),
         ("ULTRAPLAN_MODEL", "offline"),
     ])

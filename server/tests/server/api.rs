@@ -336,10 +336,17 @@ async fn openapi_document_matches_the_code() {
 
 #[tokio::test]
 async fn each_token_is_rate_limited_on_its_own() {
+    use ultraplan_server::ratelimit::{RateLimit, RateLimits};
     let server = TestServer::start_with(Backend::Sqlite, |config| {
-        config.rate_limit = ultraplan_server::ratelimit::RateLimit {
-            per_second: 1,
-            burst: 5,
+        config.rate_limits = RateLimits {
+            writes: RateLimit {
+                per_second: 1,
+                burst: 3,
+            },
+            reads: RateLimit {
+                per_second: 1,
+                burst: 5,
+            },
         };
     })
     .await;
@@ -368,7 +375,13 @@ async fn each_token_is_rate_limited_on_its_own() {
     assert!((1..=2).contains(&retry), "{retry}");
     let body: Value = r.json().await.expect("json");
     assert_eq!(body["error"]["code"], "rate_limited");
-    // Another token is untouched; requests without a token are not limited here.
+    // Writes have their own bucket: b's three login links pass, the fourth is refused.
+    let mut posts = Vec::new();
+    for _ in 0..4 {
+        posts.push(server.post("/v1/login-links", &b, &json!({})).await.0);
+    }
+    assert_eq!(posts, [201, 201, 201, 429]);
+    // b may still read; requests without a token are not limited here.
     assert_eq!(server.get("/v1/sessions", &b).await.0, 200);
     let health = server
         .http
