@@ -91,8 +91,21 @@ pub async fn finish(
         };
         state.store.set_execution(&session.id, &failed).await?;
     }
+    if outcome.is_ok() {
+        remove_workspace(state, &session.id).await;
+    }
     crate::sessions::append(state, session, &[event]).await?;
     outcome.map(|_| ())
+}
+
+/// Drop a finished execution's copy: the stored patch is all that is kept. A workspace whose
+/// patch failed stays for inspection.
+async fn remove_workspace(state: &AppState, session_id: &str) {
+    let root = workspace_root(state, session_id);
+    let removed = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(root)).await;
+    if let Ok(Err(error)) | Err(error) = removed.map_err(std::io::Error::other) {
+        tracing::warn!(session_id, %error, "cannot remove the execution workspace");
+    }
 }
 
 async fn compute(state: &AppState, session: &SessionRow) -> Result<Patch, ExecutionError> {

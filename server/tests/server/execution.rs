@@ -216,6 +216,11 @@ async fn approval_executes_the_plan_and_serves_its_patch() {
 
     let (_, session) = server.get(&format!("/v1/sessions/{id}"), &token).await;
     assert_eq!(session["execution"]["state"], "finished", "{session}");
+    let workspace = server.state.config.data_dir.join("workspaces").join(&id);
+    assert!(
+        !workspace.exists(),
+        "the copy is dropped once its patch is stored"
+    );
     assert_eq!(
         session["execution"]["patch"]["files"][1]["path"],
         "src/auth.rs"
