@@ -187,7 +187,7 @@ impl<'l> Extractor<'l> {
                 path,
                 max: self.limits.max_path_len,
             },
-            PathIssue::Empty | PathIssue::Nul | PathIssue::LongComponent => {
+            PathIssue::Empty | PathIssue::Nul | PathIssue::LongComponent | PathIssue::GitDir => {
                 BundleError::InvalidPath {
                     path,
                     reason: issue.reason(),

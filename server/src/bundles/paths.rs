@@ -12,6 +12,9 @@ pub(crate) enum PathIssue {
     Absolute,
     WindowsPrefix,
     Traversal,
+    /// A `.git` component: repository metadata is never part of a bundle (and a nested repo
+    /// would carry config the server's git could run).
+    GitDir,
 }
 
 impl PathIssue {
@@ -24,6 +27,7 @@ impl PathIssue {
             Self::Absolute => "starts with `/`",
             Self::WindowsPrefix => "Windows drive or UNC prefix",
             Self::Traversal => "`..` component",
+            Self::GitDir => "`.git` component (repository metadata is not uploaded)",
         }
     }
 }
@@ -58,6 +62,7 @@ pub(crate) fn components(raw: &[u8], max_len: usize) -> Result<Vec<&[u8]>, PathI
                 return Err(PathIssue::Traversal);
             }
             _ if comp.len() > MAX_COMPONENT_LEN => return Err(PathIssue::LongComponent),
+            _ if comp.eq_ignore_ascii_case(b".git") => return Err(PathIssue::GitDir),
             _ => out.push(comp),
         }
     }
@@ -118,6 +123,14 @@ mod tests {
             (b"c:/evil", Err(PathIssue::WindowsPrefix)),
             (b"\\\\server\\share", Err(PathIssue::WindowsPrefix)),
             (b"a\0b", Err(PathIssue::Nul)),
+            (b".git/config", Err(PathIssue::GitDir)),
+            (b"vendor/x/.git", Err(PathIssue::GitDir)),
+            (b"vendor/x/.GIT/hooks/pre-commit", Err(PathIssue::GitDir)),
+            (b"a/.gitignore", Ok(vec![b"a", b".gitignore"])),
+            (
+                b".github/workflows/ci.yml",
+                Ok(vec![b".github", b"workflows", b"ci.yml"]),
+            ),
         ];
         for (raw, want) in cases {
             assert_eq!(

@@ -44,3 +44,39 @@ pub fn chown_tree(root: &Path, uid: u32) -> Result<(), ExecutionError> {
     }
     Ok(())
 }
+
+/// Remove what must never reach the server's git from the tree the agent wrote: any entry
+/// named `.git` (a nested repository's config could make `git add` run commands) and FIFOs,
+/// sockets and devices (git cannot store them). Links are not followed. Returns the removed
+/// paths, relative to `root`.
+pub fn scrub(root: &Path) -> Result<Vec<String>, ExecutionError> {
+    let mut removed = Vec::new();
+    scrub_dir(root, root, &mut removed)?;
+    Ok(removed)
+}
+
+fn scrub_dir(root: &Path, dir: &Path, removed: &mut Vec<String>) -> Result<(), ExecutionError> {
+    for entry in std::fs::read_dir(dir).map_err(|e| io(dir, e))? {
+        let entry = entry.map_err(|e| io(dir, e))?;
+        let path = entry.path();
+        let kind = entry.file_type().map_err(|e| io(&path, e))?;
+        let is_git = entry
+            .file_name()
+            .as_encoded_bytes()
+            .eq_ignore_ascii_case(b".git");
+        let special = !kind.is_dir() && !kind.is_file() && !kind.is_symlink();
+        if is_git || special {
+            let gone = if kind.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+            gone.map_err(|e| io(&path, e))?;
+            let relative = path.strip_prefix(root).unwrap_or(&path);
+            removed.push(relative.display().to_string());
+        } else if kind.is_dir() {
+            scrub_dir(root, &path, removed)?;
+        }
+    }
+    Ok(())
+}

@@ -9,7 +9,7 @@ use super::ExecutionError;
 
 /// Options every call gets: no hooks, no filters from config, byte-exact content, stable
 /// paths.
-const CONFIG: [&str; 20] = [
+const CONFIG: [&str; 24] = [
     "-c",
     "core.autocrlf=false",
     "-c",
@@ -30,6 +30,10 @@ const CONFIG: [&str; 20] = [
     "gc.auto=0",
     "-c",
     "diff.noprefix=false",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.untrackedCache=false",
 ];
 
 /// A repository whose git dir and work tree are kept apart.

@@ -161,3 +161,79 @@ fn mode_follows_the_log_and_the_execution_state() {
         );
     }
 }
+
+/// A nested repository whose config would run commands when git looks into it.
+fn plant_hostile_repo(dir: &Path, marker: &Path) {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=x", "-c", "user.email=x@x"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("git");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    write(dir, "f.txt", b"x\n");
+    write(dir, ".gitattributes", b"* filter=z\n");
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "x"]);
+    let hook = dir.join("hook.sh");
+    std::fs::write(&hook, format!("#!/bin/sh\ntouch {}\n", marker.display())).expect("hook");
+    let mut perms = std::fs::metadata(&hook).expect("meta").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&hook, perms).expect("chmod");
+    git(&["config", "core.fsmonitor", &hook.display().to_string()]);
+    git(&[
+        "config",
+        "filter.z.clean",
+        &format!("touch {}", marker.display()),
+    ]);
+    write(dir, "f.txt", b"changed\n");
+}
+
+#[tokio::test]
+async fn nested_repositories_never_run_anything_on_the_server() {
+    let bundle = bundle();
+    let marker_dir = tempfile::tempdir().expect("tempdir");
+    let marker = marker_dir.path().join("PWNED");
+    // One planted before the base commit (an old bundle), one by the agent afterwards.
+    plant_hostile_repo(&bundle.path().join("vendor/old"), &marker);
+    let root = tempfile::tempdir().expect("tempdir");
+    let ws = Workspace::at(root.path());
+    ws.prepare(bundle.path(), None).await.expect("prepare");
+    plant_hostile_repo(&ws.tree.join("vendor/new"), &marker);
+    std::os::unix::fs::symlink("vendor/new", ws.tree.join(".GIT")).expect("symlink");
+    let first = ws.diff().await.expect("diff");
+    plant_hostile_repo(&ws.tree.join("vendor/again"), &marker);
+    let second = ws.diff().await.expect("diff again");
+    assert!(
+        !marker.exists(),
+        "a nested repository's config ran a command"
+    );
+    for name in [
+        "vendor/old/.git",
+        "vendor/new/.git",
+        "vendor/again/.git",
+        ".GIT",
+    ] {
+        assert!(!ws.tree.join(name).exists(), "{name} was left in the tree");
+    }
+    for patch in [&first, &second] {
+        let text = String::from_utf8_lossy(&patch.diff);
+        assert!(!text.contains("Subproject commit"), "{text}");
+        assert!(!text.contains(".git/"), "{text}");
+    }
+    let paths: Vec<&str> = second
+        .summary
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
+    assert!(paths.contains(&"vendor/again/f.txt"), "{paths:?}");
+}

@@ -73,6 +73,7 @@ impl Workspace {
         .await
         .map_err(|e| ExecutionError::Io(format!("copying the bundle failed: {e}")))??;
         self.repo.run(&["init", "--quiet"]).await?;
+        self.scrub().await?;
         self.repo.run(&["add", "--all", "--force", "."]).await?;
         let tree = self.repo.text(&["write-tree"]).await?;
         let base = self
@@ -86,6 +87,7 @@ impl Workspace {
     /// The change of the tree against the base: every tracked file and every new file that
     /// `.gitignore` does not exclude, binary-safe.
     pub async fn diff(&self) -> Result<Patch, ExecutionError> {
+        self.scrub().await?;
         self.repo.run(&["add", "--all", "."]).await?;
         let args = |extra: &'static str| {
             [
@@ -112,6 +114,23 @@ impl Workspace {
             summary: summarize(&names, &stats, diff.len()),
             diff,
         })
+    }
+}
+
+impl Workspace {
+    /// Take nested repositories and special files out of the tree before git looks at it.
+    async fn scrub(&self) -> Result<(), ExecutionError> {
+        let tree = self.tree.clone();
+        let removed = tokio::task::spawn_blocking(move || super::copy::scrub(&tree))
+            .await
+            .map_err(|e| ExecutionError::Io(format!("scrubbing the workspace failed: {e}")))??;
+        if !removed.is_empty() {
+            tracing::warn!(
+                ?removed,
+                "removed nested .git entries and special files from the workspace"
+            );
+        }
+        Ok(())
     }
 }
 

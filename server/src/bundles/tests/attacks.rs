@@ -41,6 +41,12 @@ fn attacks(env: &Env) -> Vec<Attack> {
             &abs,
         ),
         attack(
+            "nested repository",
+            Tar::new().file("vendor/x/.git/config", b"[core]\n\tfsmonitor = /tmp/pwn\n"),
+            "invalid_path",
+            "vendor/x/.git/config",
+        ),
+        attack(
             "traversal",
             Tar::new().file("../../../../escaped.txt", b"x"),
             "path_traversal",
