@@ -8,6 +8,7 @@ mod copy;
 mod diffstat;
 mod git;
 mod report;
+mod restart;
 mod workspace;
 
 use std::path::PathBuf;
@@ -19,6 +20,7 @@ use ultraplan_protocol::{ExitPlanModeScanner, ScanResult};
 
 pub use git::available as git_available;
 pub use report::{Ending, patch_result};
+pub use restart::{finish_abandoned, settle_finished};
 pub use workspace::{Patch, Workspace};
 
 use crate::state::AppState;

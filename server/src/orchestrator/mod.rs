@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc, watch};
+use ultraplan_protocol::SessionStatus;
 use ultraplan_protocol::events::{EventBody, SystemEvent};
 
 pub use models::{Completion, ModelBackend};
@@ -81,6 +82,11 @@ impl Orchestrator {
                 live: Mutex::new(HashMap::new()),
             }),
         }
+    }
+
+    /// Whether approved plans are executed here.
+    pub fn executes(&self) -> bool {
+        self.inner.settings.execute
     }
 
     /// The runner's name (`bwrap`, `process`).
@@ -156,11 +162,21 @@ impl Orchestrator {
         self.live().len()
     }
 
-    /// After a restart: start agents again for sessions that had one, from their event log.
+    /// After a restart: start agents again for sessions that had one, from their event log;
+    /// finish executions no agent will take up again.
     pub async fn recover(&self, timeout_for: impl Fn(&SessionRow) -> u64) -> StoreResult<usize> {
-        let rows = self.inner.state.store.sessions_to_recover().await?;
-        let count = rows.len();
+        let state = &self.inner.state;
+        let rows = state.store.sessions_to_recover().await?;
+        let mut count = 0;
         for row in rows {
+            if crate::execution::settle_finished(state, &row).await? {
+                state.store.set_status(&row.id, SessionStatus::Idle).await?;
+                state
+                    .store
+                    .set_agent_state(&row.id, AgentState::Finished)
+                    .await?;
+                continue;
+            }
             let note = EventBody::System(SystemEvent {
                 subtype: "resumed".to_owned(),
                 message: Some(
@@ -168,7 +184,7 @@ impl Orchestrator {
                 ),
                 data: serde_json::Value::Null,
             });
-            crate::sessions::append(&self.inner.state, &row, &[note]).await?;
+            crate::sessions::append(state, &row, &[note]).await?;
             tracing::info!(session_id = %row.id, "resuming session");
             let timeout_seconds = timeout_for(&row);
             self.launch(
@@ -178,36 +194,37 @@ impl Orchestrator {
                     resumed: true,
                 },
             );
+            count += 1;
         }
+        crate::execution::finish_abandoned(
+            state,
+            |id| self.is_live(id),
+            "the server restarted before the patch was made",
+        )
+        .await?;
         Ok(count)
     }
 }
 
 /// When no runner is available, sessions left running by a previous process get a clear
-/// error instead of waiting forever.
+/// error instead of waiting forever; their executions are finished with the work done.
 pub async fn fail_orphans(state: &AppState, reason: &str) -> StoreResult<usize> {
+    crate::execution::finish_abandoned(
+        state,
+        |_| false,
+        &format!("the server has no runner: {reason}"),
+    )
+    .await?;
     let rows = state.store.sessions_to_recover().await?;
     for row in &rows {
-        let result = crate::sessions::lifecycle::error_result(
-            "error_during_execution",
-            format!("The session cannot resume: {reason}."),
-        );
-        crate::sessions::append(state, row, &[result]).await?;
-        let executing = row
-            .execution
-            .as_ref()
-            .is_some_and(|e| e.state == ultraplan_protocol::patch::ExecutionState::Executing);
-        if executing {
-            let ending =
-                crate::execution::Ending::CutShort(format!("the server has no runner: {reason}"));
-            if let Err(error) = crate::execution::finish(state, row, ending).await {
-                tracing::error!(session_id = %row.id, %error, "execution ended without a patch");
-            }
+        if !crate::execution::settle_finished(state, row).await? {
+            let result = crate::sessions::lifecycle::error_result(
+                "error_during_execution",
+                format!("The session cannot resume: {reason}."),
+            );
+            crate::sessions::append(state, row, &[result]).await?;
         }
-        state
-            .store
-            .set_status(&row.id, ultraplan_protocol::SessionStatus::Idle)
-            .await?;
+        state.store.set_status(&row.id, SessionStatus::Idle).await?;
         state
             .store
             .set_agent_state(&row.id, AgentState::Finished)

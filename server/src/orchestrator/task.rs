@@ -83,7 +83,7 @@ pub async fn run(
             format!("The server could not run the agent: {error}."),
         );
         task.apply(Input::AgentEvent(result)).await;
-        if task.mode == AgentMode::Execute {
+        if task.mode == AgentMode::Execute || task.execution_pending().await {
             task.kill();
             task.finish_execution().await;
         }

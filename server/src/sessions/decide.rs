@@ -1,6 +1,7 @@
 //! Plan decisions: one path for the API and the review page.
 
 use ultraplan_protocol::api::{Decision, PlanResource};
+use ultraplan_protocol::patch::{Execution, ExecutionState};
 use ultraplan_protocol::session::SessionStatus;
 
 use crate::error::{ApiError, ApiResult};
@@ -51,8 +52,15 @@ pub async fn decide(
         .await?
     {
         DecideOutcome::Decided { plan, event } => {
+            let executes = matches!(decision, Decision::Approve { .. }) && executes(state);
+            if executes {
+                mark_executing(state, session).await?;
+            }
             super::after_append(state, session, std::slice::from_ref(&event)).await;
             super::deliver(state, &session.id, std::slice::from_ref(&event));
+            if executes {
+                start_if_idle(state, session).await?;
+            }
             let target = match decision {
                 Decision::Approve { .. } => Some("remote"),
                 Decision::Teleport {} => Some("local"),
@@ -86,4 +94,43 @@ pub async fn decide(
             format!("no plan {tool_use_id} is pending in this session"),
         )),
     }
+}
+
+fn executes(state: &AppState) -> bool {
+    state.orchestrator.as_ref().is_some_and(|o| o.executes())
+}
+
+/// An approved plan is executing from the moment of the decision, so nobody asking for the
+/// patch right after approving is told there is no execution.
+async fn mark_executing(state: &AppState, session: &SessionRow) -> ApiResult<()> {
+    let executing = Execution {
+        state: ExecutionState::Executing,
+        patch: None,
+    };
+    state.store.set_execution(&session.id, &executing).await?;
+    Ok(())
+}
+
+/// With no agent alive (it crashed while its plan waited), the approval starts one: the log
+/// says the plan is approved, so it executes.
+async fn start_if_idle(state: &AppState, session: &SessionRow) -> ApiResult<()> {
+    let Some(orchestrator) = &state.orchestrator else {
+        return Ok(());
+    };
+    if orchestrator.is_live(&session.id) {
+        return Ok(());
+    }
+    let flags = crate::api::sessions::user_flags(state, &session.user_id).await?;
+    let Some(row) = state.store.session(&session.id).await? else {
+        return Ok(());
+    };
+    tracing::info!(session_id = %session.id, "no agent is running: starting one to execute the approved plan");
+    orchestrator.launch(
+        row,
+        crate::orchestrator::Launch {
+            timeout_seconds: flags.timeout_seconds,
+            resumed: false,
+        },
+    );
+    Ok(())
 }

@@ -138,6 +138,8 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<()>;
     /// The stored patch.
     async fn patch(&self, session_id: &str) -> StoreResult<Option<PatchRow>>;
+    /// Sessions whose execution is marked executing, archived ones included, oldest first.
+    async fn sessions_executing(&self) -> StoreResult<Vec<SessionRow>>;
     /// Record one model call and add its usage to the session's total; returns the new total.
     async fn record_model_call(&self, call: &ModelCall) -> StoreResult<Usage>;
 

@@ -668,6 +668,22 @@ macro_rules! impl_store {
                 .transpose()
             }
 
+            async fn sessions_executing(&self) -> StoreResult<Vec<SessionRow>> {
+                let executing = serde_json::to_string(&Execution {
+                    state: ExecutionState::Executing,
+                    patch: None,
+                })?;
+                let rows = sqlx::query(concat!(
+                    "SELECT ",
+                    session_cols!(),
+                    " FROM sessions WHERE execution = $1 ORDER BY created_at, id"
+                ))
+                .bind(executing)
+                .fetch_all(&self.pool)
+                .await?;
+                rows.iter().map(session_from_row).collect()
+            }
+
             async fn sessions_to_recover(&self) -> StoreResult<Vec<SessionRow>> {
                 let rows = sqlx::query(concat!(
                     "SELECT ",

@@ -299,3 +299,119 @@ async fn sessions_without_execution_have_no_patch() {
     let (code, _) = server.get("/v1/sessions/nope/patch", &token).await;
     assert_eq!(code, 404);
 }
+
+/// A session whose execution a previous process left behind: workspace prepared and edited,
+/// marked executing, and archived meanwhile (no agent will run for it again).
+async fn abandoned_execution(server: &TestServer, token: &str) -> String {
+    use ultraplan_protocol::patch::{Execution, ExecutionState};
+    let session = server.session(token, "left behind").await;
+    let id = session["id"].as_str().expect("id").to_owned();
+    let state = &server.state;
+    let row = state.store.session(&id).await.expect("store").expect("row");
+    let bundle = state
+        .config
+        .bundles_dir()
+        .join(row.bundle_id.as_deref().expect("bundle"));
+    let workspace = ultraplan_server::execution::workspace_of(state, &id);
+    workspace.prepare(&bundle, None).await.expect("prepare");
+    std::fs::write(workspace.tree.join("WORK.md"), "done before the crash\n").expect("write");
+    let executing = Execution {
+        state: ExecutionState::Executing,
+        patch: None,
+    };
+    state
+        .store
+        .set_execution(&id, &executing)
+        .await
+        .expect("mark");
+    state.store.archive_session(&id).await.expect("archive");
+    id
+}
+
+#[tokio::test]
+async fn executions_left_behind_are_finished_and_reported_once() {
+    let (server, _orchestrator, _models) = start().await;
+    let token = server.user("a").await;
+    let id = abandoned_execution(&server, &token).await;
+    let state = &server.state;
+    let finished =
+        ultraplan_server::execution::finish_abandoned(state, |_| false, "the server restarted")
+            .await
+            .expect("sweep");
+    assert_eq!(finished, 1);
+    let (code, raw) = server
+        .get_raw(&format!("/v1/sessions/{id}/patch"), &token)
+        .await;
+    assert_eq!(code, 200);
+    assert!(String::from_utf8_lossy(&raw).contains("+done before the crash"));
+    let results = |events: &[Event]| {
+        events
+            .iter()
+            .filter(|e| matches!(&e.body, EventBody::Result(r) if r.patch.is_some()))
+            .count()
+    };
+    let events = patch_result(&server, &token, &id).await;
+    assert_eq!(results(&events), 1);
+    // Nothing is left to sweep, and a stored, reported patch is not reported again.
+    let again = ultraplan_server::execution::finish_abandoned(state, |_| false, "again")
+        .await
+        .expect("sweep");
+    assert_eq!(again, 0);
+    let row = state.store.session(&id).await.expect("store").expect("row");
+    assert!(
+        ultraplan_server::execution::settle_finished(state, &row)
+            .await
+            .expect("settle")
+    );
+    let (_, page) = server
+        .get(&format!("/v1/sessions/{id}/events"), &token)
+        .await;
+    let events: Vec<Event> = serde_json::from_value(page["data"].clone()).expect("events");
+    assert_eq!(results(&events), 1);
+}
+
+#[tokio::test]
+async fn a_patch_stored_but_not_reported_is_reported_after_a_restart() {
+    use ultraplan_protocol::patch::{FileChange, PatchFile, PatchSummary};
+    let (server, _orchestrator, _models) = start().await;
+    let token = server.user("a").await;
+    let session = server.session(&token, "crash after the patch").await;
+    let id = session["id"].as_str().expect("id").to_owned();
+    let summary = PatchSummary {
+        files: vec![PatchFile {
+            path: "a.txt".into(),
+            change: FileChange::Added,
+            additions: 1,
+            deletions: 0,
+            binary: false,
+        }],
+        additions: 1,
+        deletions: 0,
+        bytes: 10,
+        base_commit: None,
+    };
+    let state = &server.state;
+    state
+        .store
+        .save_patch(&id, b"diff --git", &summary)
+        .await
+        .expect("save");
+    let row = state.store.session(&id).await.expect("store").expect("row");
+    assert!(
+        ultraplan_server::execution::settle_finished(state, &row)
+            .await
+            .expect("settle")
+    );
+    let events = patch_result(&server, &token, &id).await;
+    let Some(EventBody::Result(result)) = events.last().map(|e| &e.body) else {
+        panic!("no result");
+    };
+    assert_eq!(result.patch.as_ref(), Some(&summary));
+    assert!(
+        result
+            .result
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("Remote execution stopped early (the server restarted)")
+    );
+}

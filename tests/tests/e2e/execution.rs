@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use serde_json::{Value, json};
 use ultraplan_protocol::events::{Event, EventBody, ResultEvent};
 use ultraplan_tests::fake_models::{FakeAnthropic, RecordedRequest, Reply, Script};
-use ultraplan_tests::harness::{ServerProcess, plan_call, workspace_bin};
+use ultraplan_tests::harness::{ServerProcess, plan_call, processes_mentioning, workspace_bin};
 
 /// A shell project whose test fails until `add` adds.
 const LIB: &str = "add() {\n  echo $(( $1 - $2 ))\n}\n";
@@ -534,4 +534,69 @@ async fn an_execution_past_its_time_limit_keeps_its_patch() {
     let session = server.session(&id).await.expect("session");
     assert_eq!(session["session_status"], "archived");
     assert_eq!(session["execution"]["state"], "finished");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_approved_after_its_agent_died_still_executes() {
+    let script = Script::from_fn(|req: &RecordedRequest| {
+        if !req.tool_names().iter().any(|t| t == "Bash") {
+            return Reply::exit_plan_mode("1. Write DONE.txt");
+        }
+        match req.tool_results().len() {
+            1 => Reply::tool_use(
+                "Write",
+                json!({"file_path": "DONE.txt", "content": "done\n"}),
+            ),
+            _ => Reply::text("Done."),
+        }
+    });
+    let fake = FakeAnthropic::start(script).await;
+    let server = ServerProcess::with_fake_anthropic("bwrap", &fake.base_url())
+        .await
+        .expect("server");
+    let id = server
+        .demo_session("write DONE.txt")
+        .await
+        .expect("session");
+    let mut seen = Vec::new();
+    let plan = server
+        .wait_for(&id, &mut seen, |e| plan_call(e).is_some())
+        .await
+        .expect("plan");
+    let (tool_use_id, _) = plan_call(&plan).expect("call");
+    // The planning agent dies while its plan waits for review.
+    let needle = server.data_dir.join("bundles").display().to_string();
+    for line in processes_mentioning(&needle) {
+        if let Some(pid) = line.split_whitespace().next() {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", pid])
+                .status();
+        }
+    }
+    server
+        .wait_for(
+            &id,
+            &mut seen,
+            |e| matches!(&e.body, EventBody::Result(r) if r.subtype == "error_during_execution"),
+        )
+        .await
+        .expect("the crash is reported");
+    let code = server
+        .decide(&id, &tool_use_id, json!({"decision": "approve"}))
+        .await
+        .expect("approve");
+    assert_eq!(code, 200);
+    let session = server.session(&id).await.expect("session");
+    assert_eq!(session["execution"]["state"], "executing", "{session}");
+    let done = server
+        .wait_for(&id, &mut seen, |e| patch_result(e).is_some())
+        .await
+        .expect("the approval starts an executing agent");
+    let result = patch_result(&done).expect("result");
+    let files: Vec<&str> = result
+        .patch
+        .iter()
+        .flat_map(|p| p.files.iter().map(|f| f.path.as_str()))
+        .collect();
+    assert_eq!(files, ["DONE.txt"]);
 }

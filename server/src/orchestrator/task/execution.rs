@@ -37,22 +37,6 @@ impl SessionTask {
     /// execution started.
     pub(super) async fn begin_execution(&mut self) -> Result<(), String> {
         let state = &self.inner.state;
-        let workspace = crate::execution::workspace_of(state, &self.session.id);
-        if !workspace.is_prepared().await {
-            let bundle = self.bundle_path()?;
-            let owner = self.inner.runner.workspace_owner();
-            workspace
-                .prepare(&bundle, owner)
-                .await
-                .map_err(|e| e.to_string())?;
-            self.append_note(
-                "execution_started",
-                "The plan was approved: the agent implements it in a writable copy of the \
-                 repository."
-                    .to_owned(),
-            )
-            .await;
-        }
         let executing = Execution {
             state: ExecutionState::Executing,
             patch: None,
@@ -61,7 +45,32 @@ impl SessionTask {
             .store
             .set_execution(&self.session.id, &executing)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        let workspace = crate::execution::workspace_of(state, &self.session.id);
+        if workspace.is_prepared().await {
+            return Ok(());
+        }
+        let bundle = self.bundle_path()?;
+        let owner = self.inner.runner.workspace_owner();
+        workspace
+            .prepare(&bundle, owner)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.append_note(
+            "execution_started",
+            "The plan was approved: the agent implements it in a writable copy of the \
+             repository."
+                .to_owned(),
+        )
+        .await;
+        Ok(())
+    }
+
+    /// Whether the store says an execution is under way (marked at approval).
+    pub(super) async fn execution_pending(&self) -> bool {
+        self.execution()
+            .await
+            .is_ok_and(|e| e.is_some_and(|e| e.state == ExecutionState::Executing))
     }
 
     /// Store and report the execution's patch, once.
