@@ -77,10 +77,7 @@ pub async fn start(
             let mut settings = orchestrator::OrchestratorSettings::new(config.agent_binary.clone());
             settings.max_running = config.max_running_sessions;
             settings.token_budget = config.session_token_budget;
-            settings.execute = execution::git_available().await;
-            if !settings.execute {
-                tracing::warn!("git is not installed: approved plans cannot be executed remotely");
-            }
+            settings.execute = executes(&runner).await;
             let orchestrator =
                 orchestrator::Orchestrator::new(state.clone(), runner, models, settings);
             let state = state.with_orchestrator(orchestrator.clone());
@@ -110,6 +107,23 @@ pub async fn start(
             })
         }
     }
+}
+
+/// Whether approved plans can be executed: the patch needs git, and Bash must run in a real
+/// sandbox (the unsandboxed process runner would run it on the host).
+async fn executes(runner: &runner::Runner) -> bool {
+    if matches!(runner, runner::Runner::Process) {
+        tracing::warn!(
+            "ULTRAPLAN_RUNNER=process: approved plans are not executed remotely (Bash would run \
+             on the host)"
+        );
+        return false;
+    }
+    if !execution::git_available().await {
+        tracing::warn!("git is not installed: approved plans cannot be executed remotely");
+        return false;
+    }
+    true
 }
 
 /// Connect to the configured database, apply migrations, and clear uploads that a previous

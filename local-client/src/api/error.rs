@@ -1,5 +1,6 @@
 //! Errors of the HTTP client, split the way the poll loop needs them: transient (no response,
-//! or a 5xx) versus permanent (a 4xx, carrying the server's `{error:{code,message}}`).
+//! a 5xx, or a 429) versus permanent (any other 4xx, carrying the server's
+//! `{error:{code,message}}`).
 
 use ultraplan_protocol::api::ErrorBody;
 
@@ -34,9 +35,13 @@ pub enum ApiError {
 }
 
 impl ApiError {
-    /// Transient failures are retried by the poll loop; everything else ends it.
+    /// Transient failures are retried by the poll loop; everything else ends it. Besides no
+    /// response and 5xx, a 429 (rate limited) is transient: the request was fine, only early.
     pub fn is_transient(&self) -> bool {
-        matches!(self, Self::Unreachable { .. } | Self::Server { .. })
+        matches!(
+            self,
+            Self::Unreachable { .. } | Self::Server { .. } | Self::Rejected { status: 429, .. }
+        )
     }
 
     /// The HTTP status, when the server answered.
@@ -122,6 +127,9 @@ mod tests {
         assert_eq!(err.to_string(), "session not found (HTTP 404, not_found)");
         let err = ApiError::from_response(503, b"upstream down");
         assert!(err.is_transient());
+        let limited = br#"{"error":{"code":"rate_limited","message":"too many requests"}}"#;
+        assert!(ApiError::from_response(429, limited).is_transient());
+        assert!(!ApiError::from_response(401, b"").is_transient());
         assert!(err.to_string().contains("upstream down"), "{err}");
         assert!(
             ApiError::from_response(502, b"")
