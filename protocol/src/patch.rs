@@ -54,6 +54,17 @@ pub struct PatchSummary {
     /// The commit the bundle was taken from, when the client knew it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_commit: Option<String>,
+    /// New files too large to carry in a patch (build outputs, dumps); they are not in it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<LeftOut>,
+}
+
+/// A new file the patch does not carry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LeftOut {
+    pub path: String,
+    pub bytes: u64,
 }
 
 impl PatchSummary {

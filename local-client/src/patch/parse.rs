@@ -88,6 +88,7 @@ pub fn summary(files: &[FilePatch], bytes: usize) -> PatchSummary {
         deletions: files.iter().map(|f| f.deletions).sum(),
         bytes: bytes as u64,
         base_commit: None,
+        left_out: Vec::new(),
     }
 }
 

@@ -80,3 +80,34 @@ fn scrub_dir(root: &Path, dir: &Path, removed: &mut Vec<String>) -> Result<(), E
     }
     Ok(())
 }
+
+/// Regular files larger than `min_bytes` under `root` (links not followed), with their
+/// `/`-separated paths relative to `root`. Paths that are not UTF-8 are skipped.
+pub fn large_files(root: &Path, min_bytes: u64) -> Result<Vec<(String, u64)>, ExecutionError> {
+    let mut found = Vec::new();
+    large_in(root, root, min_bytes, &mut found)?;
+    found.sort();
+    Ok(found)
+}
+
+fn large_in(
+    root: &Path,
+    dir: &Path,
+    min_bytes: u64,
+    found: &mut Vec<(String, u64)>,
+) -> Result<(), ExecutionError> {
+    for entry in std::fs::read_dir(dir).map_err(|e| io(dir, e))? {
+        let entry = entry.map_err(|e| io(dir, e))?;
+        let path = entry.path();
+        let meta = entry.metadata().map_err(|e| io(&path, e))?;
+        if meta.is_dir() {
+            large_in(root, &path, min_bytes, found)?;
+        } else if meta.is_file() && meta.len() > min_bytes {
+            let relative = path.strip_prefix(root).ok().and_then(Path::to_str);
+            if let Some(relative) = relative {
+                found.push((relative.to_owned(), meta.len()));
+            }
+        }
+    }
+    Ok(())
+}

@@ -5,6 +5,8 @@
 use std::path::PathBuf;
 use std::process::Stdio;
 
+use tokio::io::AsyncReadExt;
+
 use super::ExecutionError;
 
 /// Options every call gets: no hooks, no filters from config, byte-exact content, stable
@@ -44,9 +46,9 @@ pub struct Repo {
 }
 
 impl Repo {
-    /// Runs `git args…`; stdout on success, an error with stderr otherwise.
-    pub async fn run(&self, args: &[&str]) -> Result<Vec<u8>, ExecutionError> {
-        let output = tokio::process::Command::new("git")
+    fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new("git");
+        command
             .args(CONFIG)
             .args(args)
             .env_clear()
@@ -64,26 +66,78 @@ impl Repo {
             .env("GIT_COMMITTER_DATE", "2000-01-01T00:00:00Z")
             .current_dir(&self.work_tree)
             .stdin(Stdio::null())
-            .kill_on_drop(true)
+            .kill_on_drop(true);
+        command
+    }
+
+    /// Runs `git args…`; stdout on success, an error with stderr otherwise.
+    pub async fn run(&self, args: &[&str]) -> Result<Vec<u8>, ExecutionError> {
+        let output = self
+            .command(args)
             .output()
             .await
-            .map_err(|e| ExecutionError::Git {
-                command: args.join(" "),
-                reason: format!("cannot run git: {e}"),
-            })?;
+            .map_err(|e| spawn_error(args, &e))?;
         if output.status.success() {
             return Ok(output.stdout);
         }
-        Err(ExecutionError::Git {
-            command: args.join(" "),
-            reason: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
-        })
+        Err(failed(args, &output.stderr))
+    }
+
+    /// Like [`Repo::run`], but stops reading (and kills git) once stdout passes `max` bytes:
+    /// the output is never held in memory past the cap.
+    pub async fn run_capped(&self, args: &[&str], max: usize) -> Result<Vec<u8>, ExecutionError> {
+        let mut child = self
+            .command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| spawn_error(args, &e))?;
+        let (Some(stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
+            return Err(failed(args, b"git's output was not piped"));
+        };
+        let errors = tokio::spawn(async move {
+            let mut text = Vec::new();
+            let _ = (&mut stderr).take(64 * 1024).read_to_end(&mut text).await;
+            text
+        });
+        let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
+        let mut out = Vec::new();
+        stdout
+            .take(limit)
+            .read_to_end(&mut out)
+            .await
+            .map_err(|e| spawn_error(args, &e))?;
+        if out.len() > max {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+            return Err(ExecutionError::TooLarge(max));
+        }
+        let status = child.wait().await.map_err(|e| spawn_error(args, &e))?;
+        let stderr = errors.await.unwrap_or_default();
+        if status.success() {
+            return Ok(out);
+        }
+        Err(failed(args, &stderr))
     }
 
     /// Like [`Repo::run`], with stdout as trimmed text.
     pub async fn text(&self, args: &[&str]) -> Result<String, ExecutionError> {
         let out = self.run(args).await?;
         Ok(String::from_utf8_lossy(&out).trim().to_owned())
+    }
+}
+
+fn spawn_error(args: &[&str], e: &std::io::Error) -> ExecutionError {
+    ExecutionError::Git {
+        command: args.join(" "),
+        reason: format!("cannot run git: {e}"),
+    }
+}
+
+fn failed(args: &[&str], stderr: &[u8]) -> ExecutionError {
+    ExecutionError::Git {
+        command: args.join(" "),
+        reason: String::from_utf8_lossy(stderr).trim().to_owned(),
     }
 }
 

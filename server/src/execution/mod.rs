@@ -36,7 +36,7 @@ pub enum ExecutionError {
     Git { command: String, reason: String },
     #[error("workspace: {0}")]
     Io(String),
-    #[error("the patch is {0} bytes, over the {MAX_PATCH_BYTES}-byte limit")]
+    #[error("the patch is larger than {0} bytes")]
     TooLarge(usize),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
@@ -112,10 +112,7 @@ async fn remove_workspace(state: &AppState, session_id: &str) {
 
 async fn compute(state: &AppState, session: &SessionRow) -> Result<Patch, ExecutionError> {
     let workspace = workspace_of(state, &session.id);
-    let mut patch = workspace.diff().await?;
-    if patch.diff.len() > MAX_PATCH_BYTES {
-        return Err(ExecutionError::TooLarge(patch.diff.len()));
-    }
+    let mut patch = workspace.diff(MAX_PATCH_BYTES).await?;
     patch.summary.base_commit = session.context.base.commit.clone();
     state
         .store

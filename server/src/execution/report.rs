@@ -3,6 +3,8 @@
 use ultraplan_protocol::events::{EventBody, ResultEvent};
 use ultraplan_protocol::patch::PatchSummary;
 
+use super::workspace::MAX_NEW_FILE_BYTES;
+
 /// How the execution ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ending {
@@ -37,9 +39,20 @@ fn text(session_id: &str, summary: &PatchSummary, ending: &Ending) -> String {
     };
     if summary.is_empty() {
         out.push_str(": no changes. The workspace is identical to the uploaded bundle.");
+        out.push_str(&left_out(summary));
         return out;
     }
     out.push_str(&format!(": {}.\n\n", summary.headline()));
+    out.push_str(&file_list(summary));
+    out.push_str(&left_out(summary));
+    out.push_str(&format!(
+        "\nApply it to your checkout with `ultraplan pull {session_id}`."
+    ));
+    out
+}
+
+fn file_list(summary: &PatchSummary) -> String {
+    let mut out = String::new();
     for file in summary.files.iter().take(LISTED_FILES) {
         let stats = if file.binary {
             "binary".to_owned()
@@ -58,9 +71,20 @@ fn text(session_id: &str, summary: &PatchSummary, ending: &Ending) -> String {
             summary.files.len() - LISTED_FILES
         ));
     }
-    out.push_str(&format!(
-        "\nApply it to your checkout with `ultraplan pull {session_id}`."
-    ));
+    out
+}
+
+/// The new files the patch does not carry, if any.
+fn left_out(summary: &PatchSummary) -> String {
+    if summary.left_out.is_empty() {
+        return String::new();
+    }
+    let mib = MAX_NEW_FILE_BYTES / (1024 * 1024);
+    let mut out = format!("\nLeft out (new files over {mib} MiB):\n");
+    for file in summary.left_out.iter().take(LISTED_FILES) {
+        let size = file.bytes as f64 / (1024.0 * 1024.0);
+        out.push_str(&format!("-  {} ({size:.1} MiB)\n", file.path));
+    }
     out
 }
 
@@ -77,6 +101,7 @@ mod tests {
             files,
             bytes: 100,
             base_commit: None,
+            left_out: Vec::new(),
         }
     }
 
@@ -113,6 +138,16 @@ mod tests {
                 "Remote execution stopped early (the 60-second limit); the patch holds the changes made until then: 1 file changed, +3 −1.\n\nM  src/lib.rs (+3 −1)\n\nApply it to your checkout with `ultraplan pull s1`.",
             ),
         ];
+        let mut big = summary(vec![]);
+        big.left_out = vec![ultraplan_protocol::patch::LeftOut {
+            path: "dump.sql".into(),
+            bytes: 40 * 1024 * 1024,
+        }];
+        let cases = cases.into_iter().chain([(
+            big,
+            Ending::Finished,
+            "Remote execution finished: no changes. The workspace is identical to the uploaded bundle.\nLeft out (new files over 16 MiB):\n-  dump.sql (40.0 MiB)\n",
+        )]);
         for (summary, ending, want) in cases {
             let EventBody::Result(r) = patch_result("s1", &summary, &ending) else {
                 panic!("not a result");

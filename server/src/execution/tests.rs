@@ -39,7 +39,7 @@ async fn the_patch_is_the_change_of_the_tree_against_the_bundle() {
         !root.path().join("tree/.git").exists(),
         "git dir stays outside the tree"
     );
-    let empty = ws.diff().await.expect("diff");
+    let empty = ws.diff(MAX_PATCH_BYTES).await.expect("diff");
     assert!(empty.diff.is_empty() && empty.summary.is_empty());
 
     let tree = &ws.tree;
@@ -52,7 +52,7 @@ async fn the_patch_is_the_change_of_the_tree_against_the_bundle() {
     std::fs::create_dir_all(tree.join(".git")).expect("agent-made .git");
     write(tree, ".git/HEAD", b"ref: refs/heads/evil\n");
 
-    let patch = ws.diff().await.expect("diff");
+    let patch = ws.diff(MAX_PATCH_BYTES).await.expect("diff");
     let files: Vec<(&str, FileChange, bool)> = patch
         .summary
         .files
@@ -118,7 +118,13 @@ async fn preparing_again_starts_from_the_bundle() {
         .await
         .expect("prepare again");
     assert!(!ws.tree.join("stray.txt").exists());
-    assert!(ws.diff().await.expect("diff").summary.is_empty());
+    assert!(
+        ws.diff(MAX_PATCH_BYTES)
+            .await
+            .expect("diff")
+            .summary
+            .is_empty()
+    );
 }
 
 fn approved_log(plan: &str) -> Vec<EventBody> {
@@ -209,9 +215,9 @@ async fn nested_repositories_never_run_anything_on_the_server() {
     ws.prepare(bundle.path(), None).await.expect("prepare");
     plant_hostile_repo(&ws.tree.join("vendor/new"), &marker);
     std::os::unix::fs::symlink("vendor/new", ws.tree.join(".GIT")).expect("symlink");
-    let first = ws.diff().await.expect("diff");
+    let first = ws.diff(MAX_PATCH_BYTES).await.expect("diff");
     plant_hostile_repo(&ws.tree.join("vendor/again"), &marker);
-    let second = ws.diff().await.expect("diff again");
+    let second = ws.diff(MAX_PATCH_BYTES).await.expect("diff again");
     assert!(
         !marker.exists(),
         "a nested repository's config ran a command"
@@ -236,4 +242,48 @@ async fn nested_repositories_never_run_anything_on_the_server() {
         .map(|f| f.path.as_str())
         .collect();
     assert!(paths.contains(&"vendor/again/f.txt"), "{paths:?}");
+}
+
+#[tokio::test]
+async fn large_new_files_stay_out_and_oversized_diffs_are_refused() {
+    let bundle = bundle();
+    let root = tempfile::tempdir().expect("tempdir");
+    let ws = Workspace::at(root.path());
+    ws.prepare(bundle.path(), None).await.expect("prepare");
+    let big = usize::try_from(super::workspace::MAX_NEW_FILE_BYTES).expect("size") + 1;
+    let blob: Vec<u8> = (0..big).map(|i| (i % 251) as u8).collect();
+    write(&ws.tree, "out/dump [1].bin", &blob);
+    write(&ws.tree, "src/lib.rs", b"fn one() {}\nfn two() {}\n");
+    let patch = ws.diff(MAX_PATCH_BYTES).await.expect("diff");
+    let paths: Vec<&str> = patch
+        .summary
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
+    assert_eq!(paths, ["src/lib.rs"]);
+    let left: Vec<(&str, u64)> = patch
+        .summary
+        .left_out
+        .iter()
+        .map(|f| (f.path.as_str(), f.bytes))
+        .collect();
+    assert_eq!(left, [("out/dump [1].bin", big as u64)]);
+    // Once it is small enough it is carried again (the exclusion is rewritten each time).
+    write(&ws.tree, "out/dump [1].bin", b"small now\n");
+    let patch = ws.diff(MAX_PATCH_BYTES).await.expect("diff");
+    assert!(patch.summary.left_out.is_empty());
+    assert!(
+        patch
+            .summary
+            .files
+            .iter()
+            .any(|f| f.path == "out/dump [1].bin")
+    );
+    // A diff over the cap is refused without holding it.
+    let refused = ws.diff(64).await;
+    assert!(
+        matches!(refused, Err(ExecutionError::TooLarge(64))),
+        "{refused:?}"
+    );
 }

@@ -3,11 +3,16 @@
 
 use std::path::{Path, PathBuf};
 
-use ultraplan_protocol::patch::PatchSummary;
+use std::collections::HashSet;
+
+use ultraplan_protocol::patch::{LeftOut, PatchSummary};
 
 use super::ExecutionError;
 use super::diffstat::summarize;
 use super::git::Repo;
+
+/// New files larger than this stay out of the patch (build outputs, dumps).
+pub const MAX_NEW_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The ref that names the bundle as uploaded.
 const BASE_REF: &str = "refs/ultraplan/base";
@@ -85,9 +90,11 @@ impl Workspace {
     }
 
     /// The change of the tree against the base: every tracked file and every new file that
-    /// `.gitignore` does not exclude, binary-safe.
-    pub async fn diff(&self) -> Result<Patch, ExecutionError> {
+    /// `.gitignore` does not exclude, binary-safe. New files over [`MAX_NEW_FILE_BYTES`] are
+    /// left out (and listed); a diff over `max_bytes` is refused without being held whole.
+    pub async fn diff(&self, max_bytes: usize) -> Result<Patch, ExecutionError> {
         self.scrub().await?;
+        let left_out = self.leave_out_large_new_files().await?;
         self.repo.run(&["add", "--all", "."]).await?;
         let args = |extra: &'static str| {
             [
@@ -101,7 +108,7 @@ impl Workspace {
                 BASE_REF,
             ]
         };
-        let diff = self.repo.run(&args("--binary")).await?;
+        let diff = self.repo.run_capped(&args("--binary"), max_bytes).await?;
         let names = self
             .repo
             .run(&[&args("--name-status")[..], &["-z"]].concat())
@@ -110,14 +117,11 @@ impl Workspace {
             .repo
             .run(&[&args("--numstat")[..], &["-z"]].concat())
             .await?;
-        Ok(Patch {
-            summary: summarize(&names, &stats, diff.len()),
-            diff,
-        })
+        let mut summary = summarize(&names, &stats, diff.len());
+        summary.left_out = left_out;
+        Ok(Patch { summary, diff })
     }
-}
 
-impl Workspace {
     /// Take nested repositories and special files out of the tree before git looks at it.
     async fn scrub(&self) -> Result<(), ExecutionError> {
         let tree = self.tree.clone();
@@ -132,6 +136,50 @@ impl Workspace {
         }
         Ok(())
     }
+
+    /// Keep new files too large for a patch out of git's sight (through the private git
+    /// dir's `info/exclude`, rewritten each time).
+    async fn leave_out_large_new_files(&self) -> Result<Vec<LeftOut>, ExecutionError> {
+        let tracked = self.repo.run(&["ls-files", "-z", "--cached"]).await?;
+        let tracked: HashSet<Vec<u8>> = tracked
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect();
+        let tree = self.tree.clone();
+        let large = tokio::task::spawn_blocking(move || {
+            super::copy::large_files(&tree, MAX_NEW_FILE_BYTES)
+        })
+        .await
+        .map_err(|e| ExecutionError::Io(format!("sizing the workspace failed: {e}")))??;
+        let left_out: Vec<(String, u64)> = large
+            .into_iter()
+            .filter(|(path, _)| !tracked.contains(path.as_bytes()))
+            .collect();
+        let exclude: String = left_out
+            .iter()
+            .map(|(path, _)| format!("/{}\n", escape_pattern(path)))
+            .collect();
+        let info = self.repo.git_dir.join("info");
+        std::fs::create_dir_all(&info).map_err(|e| io(&info, e))?;
+        std::fs::write(info.join("exclude"), exclude).map_err(|e| io(&info, e))?;
+        Ok(left_out
+            .into_iter()
+            .map(|(path, bytes)| LeftOut { path, bytes })
+            .collect())
+    }
+}
+
+/// A path as a gitignore pattern that matches only itself.
+fn escape_pattern(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        if matches!(c, '\\' | '*' | '?' | '[' | ']' | '!' | '#' | ' ') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn io(path: &Path, e: std::io::Error) -> ExecutionError {

@@ -157,6 +157,7 @@ mod tests {
                 deletions: 1,
                 bytes: diff.len() as u64,
                 base_commit: Some("0123456789abcdef".into()),
+                left_out: Vec::new(),
             },
             created_at: 0,
         }

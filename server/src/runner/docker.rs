@@ -8,7 +8,7 @@ use std::path::Path;
 
 use bollard::Docker;
 use bollard::container::LogOutput;
-use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::models::{ContainerCreateBody, HostConfig, ResourcesUlimits};
 use bollard::query_parameters::{
     AttachContainerOptionsBuilder, BuildImageOptionsBuilder, CreateContainerOptionsBuilder,
     KillContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
@@ -22,7 +22,8 @@ use tokio::task::JoinHandle;
 use super::RunnerError;
 use super::launch::{AgentExit, AgentProcess};
 use super::spec::{
-    AGENT_MOUNT, SANDBOX_UID, SandboxRequest, TOOLCHAIN_DIRS, TOOLCHAIN_ETC, WORKSPACE_MOUNT,
+    AGENT_MOUNT, SANDBOX_UID, SandboxRequest, TMP_BYTES, TOOLCHAIN_DIRS, TOOLCHAIN_ETC,
+    WORKSPACE_MOUNT,
 };
 
 /// Label on every container the server starts.
@@ -92,8 +93,13 @@ pub fn container_spec_with(
         binds: Some(binds),
         tmpfs: Some(HashMap::from([(
             "/tmp".to_owned(),
-            "rw,nosuid,nodev,size=268435456,mode=1777".to_owned(),
+            format!("rw,nosuid,nodev,size={TMP_BYTES},mode=1777"),
         )])),
+        ulimits: Some(vec![ResourcesUlimits {
+            name: Some("fsize".to_owned()),
+            soft: i64::try_from(limits.file_size_bytes).ok(),
+            hard: i64::try_from(limits.file_size_bytes).ok(),
+        }]),
         ..HostConfig::default()
     };
     ContainerCreateBody {
@@ -415,6 +421,8 @@ mod tests {
         );
         assert_eq!(host.memory, Some(2 * 1024 * 1024 * 1024));
         assert_eq!(host.pids_limit, Some(256));
+        let fsize = host.ulimits.clone().unwrap_or_default();
+        assert_eq!(fsize.first().and_then(|u| u.hard), Some(256 * 1024 * 1024));
         assert!(host.privileged.is_none());
         assert_eq!(spec.user.as_deref(), Some("65534:65534"));
         assert_eq!(spec.network_disabled, Some(true));

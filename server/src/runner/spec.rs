@@ -23,6 +23,9 @@ pub const TOOLCHAIN_ETC: [&str; 7] = [
     "/etc/group",
 ];
 
+/// Size of the sandbox's private `/tmp`.
+pub const TMP_BYTES: u64 = 256 * 1024 * 1024;
+
 /// Resource limits applied to the agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxLimits {
@@ -128,6 +131,8 @@ pub fn bwrap_spec(req: &SandboxRequest) -> CommandSpec {
             "--ro-bind",
             &path_arg(&req.agent_binary),
             AGENT_MOUNT,
+            "--size",
+            &TMP_BYTES.to_string(),
             "--tmpfs",
             "/tmp",
             "--proc",
@@ -231,6 +236,11 @@ mod tests {
             .map(|w| w[1].as_str())
             .collect();
         assert_eq!(envs, vec!["HOME", "ULTRAPLAN_WORKSPACE", "ULTRAPLAN_LOG"]);
+        assert_eq!(after(args, "--size"), vec!["268435456"]);
+        assert!(
+            args.windows(2)
+                .any(|w| w[0] == "--remount-ro" && w[1] == "/")
+        );
     }
 
     #[test]

@@ -53,6 +53,7 @@ fn summary() -> PatchSummary {
         deletions: 1,
         bytes: PATCH.len() as u64,
         base_commit: Some("4f1c2a9e7d3b".into()),
+        left_out: Vec::new(),
     }
 }
 

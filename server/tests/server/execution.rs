@@ -389,6 +389,7 @@ async fn a_patch_stored_but_not_reported_is_reported_after_a_restart() {
         deletions: 0,
         bytes: 10,
         base_commit: None,
+        left_out: Vec::new(),
     };
     let state = &server.state;
     state

@@ -559,6 +559,7 @@ async fn patches_are_stored_byte_for_byte(store: Arc<dyn Store>) {
         deletions: 0,
         bytes: diff.len() as u64,
         base_commit: Some("abc".into()),
+        left_out: Vec::new(),
     };
     store
         .save_patch(&session.id, &diff, &summary)
