@@ -27,7 +27,7 @@ use crate::store::{AgentState, SessionRow, StoreResult, now_ms};
 #[derive(Debug)]
 pub(crate) enum Command {
     /// A decision or user message already in the log, for the agent.
-    Deliver(EventBody),
+    Deliver(Box<EventBody>),
     /// Stop the agent (archive).
     Stop,
 }
@@ -121,7 +121,7 @@ impl Orchestrator {
     /// Hand an event that is already in the log to the session's agent, if one runs.
     pub fn deliver(&self, session_id: &str, event: EventBody) {
         if let Some(live) = self.live().get(session_id) {
-            let _ = live.commands.send(Command::Deliver(event));
+            let _ = live.commands.send(Command::Deliver(Box::new(event)));
         }
     }
 

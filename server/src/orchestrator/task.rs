@@ -177,7 +177,7 @@ impl SessionTask {
                     None => break None,
                 },
                 command = commands.recv() => match command {
-                    Some(Command::Deliver(event)) => self.apply(Input::Deliver(event)).await,
+                    Some(Command::Deliver(event)) => self.apply(Input::Deliver(*event)).await,
                     Some(Command::Stop) | None => {
                         self.cut_short = Some("the session was archived".to_owned());
                         self.apply(Input::Archived).await;
