@@ -100,22 +100,58 @@ impl Orchestrator {
 
     /// Start the session's agent in the background (queued if the cap is reached).
     pub fn launch(&self, session: SessionRow, launch: Launch) {
+        let mut live = self.live();
+        self.spawn_task(&mut live, session, launch);
+    }
+
+    /// Like [`Orchestrator::launch`], unless a task already runs for the session (checked
+    /// and claimed at once, so two callers never start two tasks). `true` when it started.
+    pub fn launch_if_idle(&self, session: SessionRow, launch: Launch) -> bool {
+        let mut live = self.live();
+        if live.contains_key(&session.id) {
+            return false;
+        }
+        self.spawn_task(&mut live, session, launch);
+        true
+    }
+
+    fn spawn_task(&self, live: &mut HashMap<String, Live>, session: SessionRow, launch: Launch) {
         let (commands, rx) = mpsc::unbounded_channel();
         let (finished_tx, finished) = watch::channel(false);
         let last_seen_ms = Arc::new(AtomicI64::new(now_ms()));
-        let live = Live {
+        let entry = Live {
             commands,
             last_seen_ms: last_seen_ms.clone(),
             finished,
         };
-        self.live().insert(session.id.clone(), live);
+        live.insert(session.id.clone(), entry);
         let me = self.clone();
         tokio::spawn(async move {
-            let id = session.id.clone();
-            task::run(me.inner.clone(), session, launch, rx, last_seen_ms).await;
-            me.live().remove(&id);
+            let follow_up = Launch {
+                resumed: false,
+                ..launch.clone()
+            };
+            let row = session.clone();
+            let execute_next = task::run(me.inner.clone(), session, launch, rx, last_seen_ms).await;
+            me.live().remove(&row.id);
             let _ = finished_tx.send(true);
+            if execute_next {
+                me.execute_late_approval(row, follow_up).await;
+            }
         });
+    }
+
+    /// A plan approved while its planning task was ending gets an executing task now.
+    async fn execute_late_approval(&self, row: SessionRow, launch: Launch) {
+        let fresh = self.inner.state.store.session(&row.id).await;
+        let Ok(Some(row)) = fresh else {
+            return;
+        };
+        if row.status == SessionStatus::Archived {
+            return;
+        }
+        tracing::info!(session_id = %row.id, "starting execution of a plan approved as its agent ended");
+        self.launch_if_idle(row, launch);
     }
 
     /// Hand an event that is already in the log to the session's agent, if one runs.

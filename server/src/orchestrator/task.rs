@@ -1,5 +1,6 @@
 //! One session's task: queue for a slot, start the agent, pump until it ends.
 
+mod agent_loop;
 mod calls;
 mod execution;
 
@@ -8,13 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
-use ultraplan_protocol::constants::FRAME_PROTOCOL_VERSION;
 use ultraplan_protocol::events::{EventBody, SystemEvent};
-use ultraplan_protocol::frames::{AgentFrame, AgentMode, ServerFrame, StartSettings};
+use ultraplan_protocol::frames::{AgentMode, ServerFrame, StartSettings};
 use ultraplan_protocol::model::Usage;
 use ultraplan_protocol::session::PromptVariant;
 
-use super::pump::{read_frames, tail_stderr, write_frames};
 use super::{Command, Inner, Launch};
 use crate::runner::{AgentControl, AgentExit, AgentProcess, SandboxRequest};
 use crate::sessions::lifecycle::{Effect, Input, Lifecycle, error_result, unanswered_tool};
@@ -51,14 +50,15 @@ enum RunEnd {
     Over,
 }
 
-/// Run a session to the end of its agent.
+/// Run a session to the end of its agent. `true` when its plan was approved while this
+/// (planning) task was ending, so an executing task must follow.
 pub async fn run(
     inner: Arc<Inner>,
     session: SessionRow,
     launch: Launch,
     mut commands: mpsc::UnboundedReceiver<Command>,
     last_seen_ms: Arc<AtomicI64>,
-) {
+) -> bool {
     let calls = Arc::new(Semaphore::new(inner.settings.max_model_calls.max(1)));
     let executes = inner.settings.execute;
     let mut task = SessionTask {
@@ -76,7 +76,8 @@ pub async fn run(
         cut_short: None,
         patched: false,
     };
-    if let Err(error) = task.run(launch, &mut commands).await {
+    let failed = task.run(launch, &mut commands).await.err();
+    if let Some(error) = &failed {
         tracing::error!(session_id = %task.session.id, %error, "session task failed");
         let result = error_result(
             "error_during_execution",
@@ -90,6 +91,7 @@ pub async fn run(
     }
     task.kill();
     task.set_agent_state(AgentState::Finished).await;
+    failed.is_none() && task.left_an_approval().await
 }
 
 impl SessionTask {
@@ -145,65 +147,11 @@ impl SessionTask {
         commands: &mut mpsc::UnboundedReceiver<Command>,
     ) -> Result<RunEnd, String> {
         let waiting_on = unanswered_tool(&transcript);
-        let (stdin, stdout, stderr, control) = self
-            .start_agent()
-            .await?
-            .into_parts()
-            .ok_or("the agent's stdio was not available")?;
-        let mut frames = read_frames(stdout);
-        let stderr_tail = tail_stderr(stderr, self.session.id.clone());
-        let to_agent = write_frames(stdin);
-        self.process = Some(control);
-        let _ = to_agent.send(ServerFrame::Hello {
-            protocol_version: FRAME_PROTOCOL_VERSION,
-        });
-        let _ = to_agent.send(ServerFrame::Start {
-            settings: self.start_settings(),
-            transcript,
-        });
-        self.to_agent = Some(to_agent);
-        let (model_tx, mut model_rx) = mpsc::unbounded_channel::<ModelReply>();
-        let mut ready_with = Some(waiting_on);
-        let exit_reason = loop {
-            tokio::select! {
-                frame = frames.recv() => match frame {
-                    Some(Ok(frame)) => {
-                        self.seen();
-                        if let Some(reason) = self.on_frame(frame, &mut ready_with, &model_tx).await {
-                            break Some(reason);
-                        }
-                    }
-                    Some(Err(reason)) => break Some(reason),
-                    None => break None,
-                },
-                command = commands.recv() => match command {
-                    Some(Command::Deliver(event)) => self.apply(Input::Deliver(*event)).await,
-                    Some(Command::Stop) | None => {
-                        self.cut_short = Some("the session was archived".to_owned());
-                        self.apply(Input::Archived).await;
-                        break None;
-                    }
-                },
-                Some((frame, usage)) = model_rx.recv() => {
-                    if let Some(total) = usage {
-                        self.usage = total;
-                    }
-                    self.send(frame);
-                }
-                () = tokio::time::sleep_until(deadline) => {
-                    self.on_timeout(timeout_seconds).await;
-                    break None;
-                }
-            }
-            if self.handoff {
-                break None;
-            }
-        };
+        let (mut frames, stderr_tail) = self.connect(transcript).await?;
+        let limits = (deadline, timeout_seconds);
+        let exit_reason = self.pump(&mut frames, waiting_on, limits, commands).await;
         if self.handoff {
-            self.send(ServerFrame::Stop {
-                reason: "the plan was approved; execution starts".to_owned(),
-            });
-            self.wait_for_exit().await;
+            self.hand_over().await;
             return Ok(RunEnd::Execute);
         }
         self.finish(exit_reason, &stderr_tail).await;
@@ -335,47 +283,6 @@ impl SessionTask {
                 return Ok(events);
             }
         }
-    }
-
-    /// Handle one frame; `Some(reason)` ends the session with that failure.
-    async fn on_frame(
-        &mut self,
-        frame: AgentFrame,
-        ready_with: &mut Option<Option<crate::sessions::lifecycle::Waiting>>,
-        model_tx: &mpsc::UnboundedSender<ModelReply>,
-    ) -> Option<String> {
-        match frame {
-            AgentFrame::Hello {
-                protocol_version, ..
-            } if protocol_version == FRAME_PROTOCOL_VERSION => {
-                if let Some(waiting_on) = ready_with.take() {
-                    self.apply(Input::AgentReady { waiting_on }).await;
-                }
-            }
-            AgentFrame::Hello {
-                protocol_version, ..
-            } => {
-                return Some(format!(
-                    "the agent speaks frame protocol {protocol_version}, the server {FRAME_PROTOCOL_VERSION}"
-                ));
-            }
-            AgentFrame::Event { event } => {
-                if matches!(event, EventBody::ControlRequest(_)) {
-                    return Some("the agent sent a control_request event".to_owned());
-                }
-                self.apply(Input::AgentEvent(event)).await;
-            }
-            AgentFrame::ModelRequest {
-                request_id,
-                request,
-            } => self.call_model(request_id, request, model_tx.clone()),
-            AgentFrame::Heartbeat {} => {}
-            AgentFrame::Patch { .. } => {
-                tracing::warn!(session_id = %self.session.id, "ignoring a patch: execution mode is not enabled");
-            }
-            AgentFrame::Done { .. } => self.saw_done = true,
-        }
-        None
     }
 
     async fn finish(&mut self, failure: Option<String>, stderr_tail: &Arc<Mutex<String>>) {

@@ -118,19 +118,19 @@ async fn start_if_idle(state: &AppState, session: &SessionRow) -> ApiResult<()> 
         return Ok(());
     };
     if orchestrator.is_live(&session.id) {
+        // A live task either hands over, or (ending) starts execution as it goes.
         return Ok(());
     }
     let flags = crate::api::sessions::user_flags(state, &session.user_id).await?;
     let Some(row) = state.store.session(&session.id).await? else {
         return Ok(());
     };
-    tracing::info!(session_id = %session.id, "no agent is running: starting one to execute the approved plan");
-    orchestrator.launch(
-        row,
-        crate::orchestrator::Launch {
-            timeout_seconds: flags.timeout_seconds,
-            resumed: false,
-        },
-    );
+    let launch = crate::orchestrator::Launch {
+        timeout_seconds: flags.timeout_seconds,
+        resumed: false,
+    };
+    if orchestrator.launch_if_idle(row, launch) {
+        tracing::info!(session_id = %session.id, "no agent was running: one starts to execute the approved plan");
+    }
     Ok(())
 }

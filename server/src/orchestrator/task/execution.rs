@@ -73,6 +73,12 @@ impl SessionTask {
             .is_ok_and(|e| e.is_some_and(|e| e.state == ExecutionState::Executing))
     }
 
+    /// A planning task that ended on its own (not stopped, not past its time) while the
+    /// store says its plan is approved for execution: the decision came too late for it.
+    pub(super) async fn left_an_approval(&self) -> bool {
+        self.mode == AgentMode::Plan && self.cut_short.is_none() && self.execution_pending().await
+    }
+
     /// Store and report the execution's patch, once.
     pub(super) async fn finish_execution(&mut self) {
         if self.patched {

@@ -1,0 +1,168 @@
+//! One agent's frame loop: connect its pipes, then answer frames, commands, model replies
+//! and the deadline until it ends, fails, is stopped or hands over to execution.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+use ultraplan_protocol::constants::FRAME_PROTOCOL_VERSION;
+use ultraplan_protocol::events::EventBody;
+use ultraplan_protocol::frames::{AgentFrame, ServerFrame};
+
+use super::{Command, ModelReply, SessionTask};
+use crate::orchestrator::pump::{read_frames, tail_stderr, write_frames};
+use crate::sessions::lifecycle::{Input, Waiting};
+
+/// The agent's frames as they are read.
+type Frames = mpsc::Receiver<Result<AgentFrame, String>>;
+
+/// What one turn of the loop decided.
+enum Step {
+    Continue,
+    /// The agent is done with; `Some(reason)` when it failed.
+    End(Option<String>),
+}
+
+impl SessionTask {
+    /// Start the agent, greet it and hand it its settings and transcript.
+    pub(super) async fn connect(
+        &mut self,
+        transcript: Vec<EventBody>,
+    ) -> Result<(Frames, Arc<Mutex<String>>), String> {
+        let (stdin, stdout, stderr, control) = self
+            .start_agent()
+            .await?
+            .into_parts()
+            .ok_or("the agent's stdio was not available")?;
+        let frames = read_frames(stdout);
+        let stderr_tail = tail_stderr(stderr, self.session.id.clone());
+        let to_agent = write_frames(stdin);
+        self.process = Some(control);
+        let _ = to_agent.send(ServerFrame::Hello {
+            protocol_version: FRAME_PROTOCOL_VERSION,
+        });
+        let _ = to_agent.send(ServerFrame::Start {
+            settings: self.start_settings(),
+            transcript,
+        });
+        self.to_agent = Some(to_agent);
+        Ok((frames, stderr_tail))
+    }
+
+    /// Run the loop; `Some(reason)` when the agent failed.
+    pub(super) async fn pump(
+        &mut self,
+        frames: &mut Frames,
+        waiting_on: Option<Waiting>,
+        (deadline, timeout_seconds): (tokio::time::Instant, u64),
+        commands: &mut mpsc::UnboundedReceiver<Command>,
+    ) -> Option<String> {
+        let (model_tx, mut model_rx) = mpsc::unbounded_channel::<ModelReply>();
+        let mut ready_with = Some(waiting_on);
+        loop {
+            let step = tokio::select! {
+                frame = frames.recv() => self.on_frame_read(frame, &mut ready_with, &model_tx).await,
+                command = commands.recv() => self.on_command(command).await,
+                Some(reply) = model_rx.recv() => self.on_model_reply(reply),
+                () = tokio::time::sleep_until(deadline) => {
+                    self.on_timeout(timeout_seconds).await;
+                    Step::End(None)
+                }
+            };
+            match step {
+                Step::End(reason) => return reason,
+                Step::Continue if self.handoff => return None,
+                Step::Continue => {}
+            }
+        }
+    }
+
+    /// The planning agent's work is done: stop it (it waits on nothing) before execution.
+    pub(super) async fn hand_over(&mut self) {
+        self.send(ServerFrame::Stop {
+            reason: "the plan was approved; execution starts".to_owned(),
+        });
+        self.wait_for_exit().await;
+    }
+
+    async fn on_frame_read(
+        &mut self,
+        frame: Option<Result<AgentFrame, String>>,
+        ready_with: &mut Option<Option<Waiting>>,
+        model_tx: &mpsc::UnboundedSender<ModelReply>,
+    ) -> Step {
+        match frame {
+            Some(Ok(frame)) => {
+                self.seen();
+                match self.on_frame(frame, ready_with, model_tx).await {
+                    Some(reason) => Step::End(Some(reason)),
+                    None => Step::Continue,
+                }
+            }
+            Some(Err(reason)) => Step::End(Some(reason)),
+            None => Step::End(None),
+        }
+    }
+
+    async fn on_command(&mut self, command: Option<Command>) -> Step {
+        match command {
+            Some(Command::Deliver(event)) => {
+                self.apply(Input::Deliver(*event)).await;
+                Step::Continue
+            }
+            Some(Command::Stop) | None => {
+                self.cut_short = Some("the session was archived".to_owned());
+                self.apply(Input::Archived).await;
+                Step::End(None)
+            }
+        }
+    }
+
+    fn on_model_reply(&mut self, (frame, usage): ModelReply) -> Step {
+        if let Some(total) = usage {
+            self.usage = total;
+        }
+        self.send(frame);
+        Step::Continue
+    }
+
+    /// Handle one frame; `Some(reason)` ends the session with that failure.
+    async fn on_frame(
+        &mut self,
+        frame: AgentFrame,
+        ready_with: &mut Option<Option<Waiting>>,
+        model_tx: &mpsc::UnboundedSender<ModelReply>,
+    ) -> Option<String> {
+        match frame {
+            AgentFrame::Hello {
+                protocol_version, ..
+            } if protocol_version == FRAME_PROTOCOL_VERSION => {
+                if let Some(waiting_on) = ready_with.take() {
+                    self.apply(Input::AgentReady { waiting_on }).await;
+                }
+            }
+            AgentFrame::Hello {
+                protocol_version, ..
+            } => {
+                return Some(format!(
+                    "the agent speaks frame protocol {protocol_version}, the server {FRAME_PROTOCOL_VERSION}"
+                ));
+            }
+            AgentFrame::Event { event } => {
+                if matches!(event, EventBody::ControlRequest(_)) {
+                    return Some("the agent sent a control_request event".to_owned());
+                }
+                self.apply(Input::AgentEvent(event)).await;
+            }
+            AgentFrame::ModelRequest {
+                request_id,
+                request,
+            } => self.call_model(request_id, request, model_tx.clone()),
+            AgentFrame::Heartbeat {} => {}
+            AgentFrame::Patch { .. } => {
+                tracing::debug!(session_id = %self.session.id, "ignoring a patch frame: the server diffs the workspace itself");
+            }
+            AgentFrame::Done { .. } => self.saw_done = true,
+        }
+        None
+    }
+}
