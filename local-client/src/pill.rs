@@ -65,7 +65,8 @@ pub fn outcome_hint(state: &SessionState) -> Option<String> {
     let id = &state.session_id;
     match state.outcome? {
         Outcome::Approved => Some(format!(
-            "The plan was approved; the agent implements it remotely. Follow it at {}",
+            "The plan was approved; the agent implements it remotely. Follow it at {}, and \
+             apply its patch with `ultraplan pull {id}`.",
             state.url
         )),
         Outcome::Teleport if state.handled.is_none() => Some(format!(

@@ -54,7 +54,8 @@ pub async fn approve(env: &Env, id: &str) -> anyhow::Result<ExitCode> {
     let (client, _) = env.client()?;
     let plan = decide(&client, id, &Decision::Approve { plan: None }).await?;
     println!(
-        "Approved plan revision {} of session {id}; the agent now implements it remotely.",
+        "Approved plan revision {} of session {id}; the agent now implements it remotely.\n\
+         `ultraplan pull {id}` applies its patch here once it is done (it waits if needed).",
         plan.revision
     );
     Ok(ExitCode::SUCCESS)
