@@ -7,6 +7,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use ultraplan::pill;
 use ultraplan::state::SessionState;
+use ultraplan_protocol::patch::Execution;
 use ultraplan_protocol::session::SessionResource;
 
 use super::{Env, ui};
@@ -25,10 +26,15 @@ pub async fn status(env: &Env, id: Option<&str>, json: bool) -> anyhow::Result<E
             if json {
                 println!("{}", serde_json::to_string_pretty(&state)?);
             } else {
-                print_state(&state);
                 let approved = state.outcome == Some(ultraplan::state::Outcome::Approved);
-                if approved || state.outcome.is_none() {
-                    print_execution(env, &state.session_id, approved).await;
+                let execution = if approved || state.outcome.is_none() {
+                    remote_execution(env, &state.session_id, approved).await
+                } else {
+                    None
+                };
+                print_state(&state, execution.is_some());
+                if let Some(execution) = &execution {
+                    println!("  {}", pill::execution_line(&state.session_id, execution));
                 }
             }
         }
@@ -52,7 +58,8 @@ pub async fn status(env: &Env, id: Option<&str>, json: bool) -> anyhow::Result<E
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_state(state: &SessionState) {
+/// `executing`: the plan is approved and executing remotely, so no poller is missing.
+fn print_state(state: &SessionState, executing: bool) {
     println!("{}", pill::status_line(state, OffsetDateTime::now_utc()));
     println!("  {}  (session {})", state.title, state.session_id);
     if !state.url.is_empty() {
@@ -64,7 +71,7 @@ fn print_state(state: &SessionState) {
     if let Some(hint) = pill::outcome_hint(state) {
         println!("  {hint}");
     }
-    if !state.is_final() && !state.watcher_alive() {
+    if !state.is_final() && !state.watcher_alive() && !executing {
         println!(
             "  The background poller is not running; resume it with `ultraplan watch {}`",
             state.session_id
@@ -96,20 +103,18 @@ fn print_resource(session: &SessionResource) {
     }
 }
 
-/// The remote execution's state of a session, asked from the server; `loud` says so when
-/// the server cannot be asked.
-async fn print_execution(env: &Env, id: &str, loud: bool) {
-    let Ok((client, _)) = env.client() else {
-        return;
-    };
+/// The remote execution of a session, asked from the server; `loud` says so when the server
+/// cannot be asked.
+async fn remote_execution(env: &Env, id: &str, loud: bool) -> Option<Execution> {
+    let (client, _) = env.client().ok()?;
     match client.session(id).await {
-        Ok(session) => {
-            if let Some(execution) = &session.execution {
-                println!("  {}", pill::execution_line(id, execution));
+        Ok(session) => session.execution,
+        Err(error) => {
+            if loud {
+                println!("  (the server could not say how execution goes: {error})");
             }
+            None
         }
-        Err(error) if loud => println!("  (the server could not say how execution goes: {error})"),
-        Err(_) => {}
     }
 }
 
