@@ -1,7 +1,8 @@
 //! Thousands of idle sessions polled the way the terminal client polls them (DESIGN §6: p99
 //! under 50 ms per poll on 2 cores; memory per idle session in kilobytes). Every session is
-//! polled every 3 s with the client's two requests (the session, then the events after the
-//! last id); no agent runs, so every poll is the idle case. Runs the release server binary.
+//! polled every 3 s, first with two requests (the session, then the events after the last
+//! id), then with the client's one (`include=session`); no agent runs, so every poll is the
+//! idle case. Runs the release server binary.
 //!
 //!   bench/idle_pollers.sh [SESSIONS] [SECONDS]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
@@ -47,24 +48,37 @@ fn cpu_seconds(pid: u32) -> f64 {
     ticks / 100.0
 }
 
-async fn poll(http: &reqwest::Client, base: &str, token: &str, id: &str, after: i64) -> Duration {
+/// How the client polls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Style {
+    /// The session, then the events after the last id.
+    TwoRequests,
+    /// The events with `include=session`.
+    OneRequest,
+}
+
+async fn get(http: &reqwest::Client, url: String, token: &str) {
+    let response = http.get(url).bearer_auth(token).send().await.expect("get");
+    assert!(response.status().is_success(), "{}", response.status());
+    let _ = response.bytes().await;
+}
+
+async fn poll(
+    http: &reqwest::Client,
+    (base, token): (&str, &str),
+    id: &str,
+    after: i64,
+    style: Style,
+) -> Duration {
     let started = Instant::now();
-    let session = http
-        .get(format!("{base}/v1/sessions/{id}"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .expect("session");
-    assert!(session.status().is_success());
-    let _ = session.bytes().await;
-    let events = http
-        .get(format!("{base}/v1/sessions/{id}/events?after_id={after}"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .expect("events");
-    assert!(events.status().is_success());
-    let _ = events.bytes().await;
+    let events = format!("{base}/v1/sessions/{id}/events?after_id={after}");
+    match style {
+        Style::TwoRequests => {
+            get(http, format!("{base}/v1/sessions/{id}"), token).await;
+            get(http, events, token).await;
+        }
+        Style::OneRequest => get(http, format!("{events}&include=session"), token).await,
+    }
     started.elapsed()
 }
 
@@ -75,6 +89,7 @@ async fn main() {
     let server = ServerProcess::start(&[
         ("ULTRAPLAN_RUNNER", "bwrap"),
         ("ULTRAPLAN_AGENT_BIN", "/nonexistent/ultraplan-agent"),
+        ("ULTRAPLAN_RATE_LIMIT", "0"),
         ("ULTRAPLAN_READ_RATE_LIMIT", "0"),
         ("ULTRAPLAN_LOG", "warn"),
         ("ULTRAPLAN_MODEL", "offline"),
@@ -97,22 +112,57 @@ async fn main() {
         .pool_max_idle_per_host(sessions)
         .build()
         .expect("client");
-    let base = server.base_url.clone();
-    let token = server.token.clone();
+    for style in [Style::TwoRequests, Style::OneRequest] {
+        let cpu_before = cpu_seconds(pid);
+        let all = run_pollers(&http, &server, &ids, seconds, style).await;
+        let cpu = cpu_seconds(pid) - cpu_before;
+        let at = |q: f64| all[((all.len() - 1) as f64 * q).round() as usize];
+        println!(
+            "{style:?}: {sessions} idle sessions, each polled every {POLL_EVERY:?} for {seconds} s: \
+             {} polls, p50 {:?}, p99 {:?}, max {:?}; goal p99 < 50 ms, p99 is {:.2}× the goal; \
+             server CPU {:.1} s ({:.0}% of one core)",
+            all.len(),
+            at(0.5),
+            at(0.99),
+            all[all.len() - 1],
+            at(0.99).as_secs_f64() / 0.050,
+            cpu,
+            cpu / seconds as f64 * 100.0,
+        );
+    }
+    let rss_after = rss_kib(pid);
+    println!(
+        "RSS {rss_before} KiB before the sessions, {rss_after} KiB after: {:.1} KiB per idle \
+         polled session",
+        rss_after.saturating_sub(rss_before) as f64 / sessions as f64
+    );
+}
+
+/// Every session polled every [`POLL_EVERY`] (staggered) for `seconds`; the sorted poll times.
+async fn run_pollers(
+    http: &reqwest::Client,
+    server: &ServerProcess,
+    ids: &[String],
+    seconds: u64,
+    style: Style,
+) -> Vec<Duration> {
     let latencies = Arc::new(Mutex::new(Vec::new()));
-    let cpu_before = cpu_seconds(pid);
     let deadline = Instant::now() + Duration::from_secs(seconds);
-    let stagger = POLL_EVERY / u32::try_from(sessions.max(1)).unwrap_or(u32::MAX);
+    let stagger = POLL_EVERY / u32::try_from(ids.len().max(1)).unwrap_or(u32::MAX);
     let mut pollers = Vec::new();
     for (i, id) in ids.iter().cloned().enumerate() {
-        let (http, base, token, latencies) =
-            (http.clone(), base.clone(), token.clone(), latencies.clone());
+        let (http, base, token, latencies) = (
+            http.clone(),
+            server.base_url.clone(),
+            server.token.clone(),
+            latencies.clone(),
+        );
         let start = tokio::time::Instant::now() + stagger * u32::try_from(i).unwrap_or(0);
         pollers.push(tokio::spawn(async move {
             let mut ticks = tokio::time::interval_at(start, POLL_EVERY);
             while Instant::now() < deadline {
                 ticks.tick().await;
-                let took = poll(&http, &base, &token, &id, 2).await;
+                let took = poll(&http, (&base, &token), &id, 2, style).await;
                 latencies.lock().await.push(took);
             }
         }));
@@ -120,27 +170,7 @@ async fn main() {
     for poller in pollers {
         poller.await.expect("poller");
     }
-    let cpu = cpu_seconds(pid) - cpu_before;
-    let rss_after = rss_kib(pid);
     let mut all = latencies.lock().await.clone();
     all.sort();
-    let at = |q: f64| all[((all.len() - 1) as f64 * q).round() as usize];
-    println!(
-        "{sessions} idle sessions, each polled every {POLL_EVERY:?} for {seconds} s: {} polls \
-         (2 requests each), p50 {:?}, p99 {:?}, max {:?}; goal p99 < 50 ms, p99 is {:.2}× the goal",
-        all.len(),
-        at(0.5),
-        at(0.99),
-        all[all.len() - 1],
-        at(0.99).as_secs_f64() / 0.050
-    );
-    println!(
-        "server CPU {:.1} s over {seconds} s ({:.0}% of one core); RSS {} KiB before the \
-         sessions, {} KiB after: {:.1} KiB per idle polled session",
-        cpu,
-        cpu / seconds as f64 * 100.0,
-        rss_before,
-        rss_after,
-        rss_after.saturating_sub(rss_before) as f64 / sessions as f64
-    );
+    all
 }
