@@ -52,18 +52,8 @@ pub async fn settle_finished(state: &AppState, row: &SessionRow) -> StoreResult<
 
 /// Whether the log already has the result that reports the patch.
 async fn reported(state: &AppState, session_id: &str) -> StoreResult<bool> {
-    let mut after = 0;
-    loop {
-        let (page, more) = state.store.list_events(session_id, after, 100).await?;
-        after = page.last().map_or(after, |e| e.id);
-        let found = page
-            .iter()
-            .any(|e| matches!(&e.body, EventBody::Result(r) if r.patch.is_some()));
-        if found {
-            return Ok(true);
-        }
-        if !more {
-            return Ok(false);
-        }
-    }
+    let events = crate::sessions::events_after(state, session_id, 0).await?;
+    Ok(events
+        .iter()
+        .any(|e| matches!(&e.body, EventBody::Result(r) if r.patch.is_some())))
 }

@@ -272,17 +272,8 @@ impl SessionTask {
     }
 
     async fn transcript(&self) -> StoreResult<Vec<EventBody>> {
-        let store = &self.inner.state.store;
-        let mut events = Vec::new();
-        let mut after = 0;
-        loop {
-            let (page, more) = store.list_events(&self.session.id, after, 100).await?;
-            after = page.last().map_or(after, |e| e.id);
-            events.extend(page.into_iter().map(|e| e.body));
-            if !more {
-                return Ok(events);
-            }
-        }
+        let events = crate::sessions::events_after(&self.inner.state, &self.session.id, 0).await?;
+        Ok(events.into_iter().map(|e| e.body).collect())
     }
 
     async fn finish(&mut self, failure: Option<String>, stderr_tail: &Arc<Mutex<String>>) {

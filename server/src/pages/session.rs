@@ -9,7 +9,6 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
-use ultraplan_protocol::events::Event;
 
 use super::auth::WebUser;
 use super::changes::{self, ChangesView};
@@ -22,7 +21,7 @@ use super::templates::{
 use super::timeline::Entry;
 use super::view::{SessionInput, SessionView, session_view};
 use crate::state::AppState;
-use crate::store::{PlanRow, SessionRow, StoreResult, now_ms};
+use crate::store::{PlanRow, SessionRow, now_ms};
 
 /// Teleport is offered while the launching terminal polled this recently.
 pub const TELEPORT_WINDOW: Duration = Duration::from_secs(15);
@@ -65,24 +64,6 @@ pub async fn owned(state: &AppState, user: &WebUser, id: &str) -> PageResult<Ses
         .session_for_user(&user.id, id)
         .await?
         .ok_or(PageError::NotFound)
-}
-
-/// Events with `id > after`, all of them, oldest first.
-pub async fn events_after(
-    state: &AppState,
-    session_id: &str,
-    after: i64,
-) -> StoreResult<Vec<Event>> {
-    let mut all = Vec::new();
-    let mut cursor = after;
-    loop {
-        let (page, more) = state.store.list_events(session_id, cursor, 100).await?;
-        cursor = page.last().map_or(cursor, |e| e.id);
-        all.extend(page);
-        if !more {
-            return Ok(all);
-        }
-    }
 }
 
 /// Whether the launching terminal still polls the session.
@@ -161,7 +142,7 @@ pub async fn page(
     Query(query): Query<PageQuery>,
 ) -> PageResult<Response> {
     let row = owned(&state, &user, &id).await?;
-    let events = events_after(&state, &row.id, 0).await?;
+    let events = crate::sessions::events_after(&state, &row.id, 0).await?;
     let mut digest = Digest::with_tree();
     for event in &events {
         digest.ingest(event);

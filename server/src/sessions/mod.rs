@@ -54,6 +54,24 @@ pub fn resource(state: &AppState, row: &SessionRow) -> SessionResource {
     }
 }
 
+/// Events with `id > after`, all of them, oldest first.
+pub async fn events_after(
+    state: &AppState,
+    session_id: &str,
+    after: i64,
+) -> StoreResult<Vec<Event>> {
+    let mut all = Vec::new();
+    let mut cursor = after;
+    loop {
+        let (page, more) = state.store.list_events(session_id, cursor, 100).await?;
+        cursor = page.last().map_or(cursor, |e| e.id);
+        all.extend(page);
+        if !more {
+            return Ok(all);
+        }
+    }
+}
+
 /// Append events to a session's log, wake its pollers and count telemetry.
 pub async fn append(
     state: &AppState,
