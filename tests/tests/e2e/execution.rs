@@ -142,6 +142,29 @@ fn bash_output(events: &[Event], needle: &str) -> String {
         .unwrap_or_else(|| panic!("no tool result with {needle}"))
 }
 
+/// Wait for the session's first plan and approve it.
+async fn approve_first_plan(server: &ServerProcess, id: &str, seen: &mut Vec<Event>) {
+    let plan = server
+        .wait_for(id, seen, |e| plan_call(e).is_some())
+        .await
+        .expect("plan");
+    let (tool_use_id, _) = plan_call(&plan).expect("call");
+    let code = server
+        .decide(id, &tool_use_id, json!({"decision": "approve"}))
+        .await
+        .expect("approve");
+    assert_eq!(code, 200);
+}
+
+/// Wait for the `result` that reports the execution's patch.
+async fn wait_for_patch(server: &ServerProcess, id: &str, seen: &mut Vec<Event>) -> ResultEvent {
+    let done = server
+        .wait_for(id, seen, |e| patch_result(e).is_some())
+        .await
+        .expect("patch result");
+    patch_result(&done).expect("result").clone()
+}
+
 fn patch_result(event: &Event) -> Option<&ResultEvent> {
     match &event.body {
         EventBody::Result(r) if r.patch.is_some() => Some(r),
@@ -194,23 +217,9 @@ async fn execute_and_pull(runner: &str) {
     let session: Value = serde_json::from_slice(&out.stdout).expect("session json");
     let id = session["id"].as_str().expect("id").to_owned();
     let mut seen = Vec::new();
-    let plan = server
-        .wait_for(&id, &mut seen, |e| plan_call(e).is_some())
-        .await
-        .expect("plan");
-    let (tool_use_id, _) = plan_call(&plan).expect("call");
-
     // Approve: the plan runs remotely.
-    let code = server
-        .decide(&id, &tool_use_id, json!({"decision": "approve"}))
-        .await
-        .expect("approve");
-    assert_eq!(code, 200);
-    let done = server
-        .wait_for(&id, &mut seen, |e| patch_result(e).is_some())
-        .await
-        .expect("patch result");
-    let result = patch_result(&done).expect("result");
+    approve_first_plan(&server, &id, &mut seen).await;
+    let result = wait_for_patch(&server, &id, &mut seen).await;
     let summary = result.patch.clone().expect("summary");
     let files: Vec<&str> = summary.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(
@@ -357,21 +366,8 @@ async fn the_offline_planner_executes_nothing_and_says_why() {
         .await
         .expect("session");
     let mut seen = Vec::new();
-    let plan = server
-        .wait_for(&id, &mut seen, |e| plan_call(e).is_some())
-        .await
-        .expect("plan");
-    let (tool_use_id, _) = plan_call(&plan).expect("call");
-    let code = server
-        .decide(&id, &tool_use_id, json!({"decision": "approve"}))
-        .await
-        .expect("approve");
-    assert_eq!(code, 200);
-    let done = server
-        .wait_for(&id, &mut seen, |e| patch_result(e).is_some())
-        .await
-        .expect("patch result");
-    let result = patch_result(&done).expect("result");
+    approve_first_plan(&server, &id, &mut seen).await;
+    let result = wait_for_patch(&server, &id, &mut seen).await;
     assert!(result.patch.as_ref().is_some_and(|p| p.is_empty()));
     let text = result.result.clone().unwrap_or_default();
     assert!(text.contains("no changes"), "{text}");
@@ -424,16 +420,7 @@ async fn approve_and_reach_the_slow_command(
         .demo_session("write DONE.txt")
         .await
         .expect("session");
-    let plan = server
-        .wait_for(&id, seen, |e| plan_call(e).is_some())
-        .await
-        .expect("plan");
-    let (tool_use_id, _) = plan_call(&plan).expect("call");
-    let code = server
-        .decide(&id, &tool_use_id, json!({"decision": "approve"}))
-        .await
-        .expect("approve");
-    assert_eq!(code, 200);
+    approve_first_plan(server, &id, seen).await;
     server
         .wait_for(&id, seen, |e| {
             matches!(&e.body, EventBody::Assistant(a) if a.message.content.iter().any(
@@ -453,11 +440,7 @@ async fn a_killed_server_resumes_an_execution_with_its_edits() {
     let mut seen = Vec::new();
     let id = approve_and_reach_the_slow_command(&server, &mut seen).await;
     server.restart().await.expect("kill -9 and start again");
-    let done = server
-        .wait_for(&id, &mut seen, |e| patch_result(e).is_some())
-        .await
-        .expect("patch result");
-    let result = patch_result(&done).expect("result");
+    let result = wait_for_patch(&server, &id, &mut seen).await;
     let files: Vec<String> = result
         .patch
         .iter()
@@ -588,11 +571,8 @@ async fn a_plan_approved_after_its_agent_died_still_executes() {
     assert_eq!(code, 200);
     let session = server.session(&id).await.expect("session");
     assert_eq!(session["execution"]["state"], "executing", "{session}");
-    let done = server
-        .wait_for(&id, &mut seen, |e| patch_result(e).is_some())
-        .await
-        .expect("the approval starts an executing agent");
-    let result = patch_result(&done).expect("result");
+    // The approval starts an executing agent.
+    let result = wait_for_patch(&server, &id, &mut seen).await;
     let files: Vec<&str> = result
         .patch
         .iter()
