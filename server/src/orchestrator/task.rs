@@ -125,10 +125,6 @@ impl SessionTask {
                 .await?
             {
                 RunEnd::Execute => self.reset_for_next_agent(),
-                RunEnd::Over if self.approved_meanwhile().await => {
-                    self.reset_for_next_agent();
-                    self.lifecycle = Lifecycle::new(self.inner.settings.execute);
-                }
                 RunEnd::Over => break,
             }
         }

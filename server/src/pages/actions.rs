@@ -14,8 +14,8 @@ use super::digest::Digest;
 use super::error::{PageError, PageResult};
 use super::notice::Notice;
 use super::session::{owned, terminal_polling};
-use crate::sessions::events_after;
 use crate::error::ApiError;
+use crate::sessions::events_after;
 use crate::sessions::{self, DecisionOutcome};
 use crate::state::AppState;
 

@@ -23,9 +23,9 @@ use super::changes::{self, ChangesView};
 use super::digest::Digest;
 use super::error::PageResult;
 use super::session::{Loaded, Region, build_view, owned, regions};
-use crate::sessions::events_after;
 use super::templates::{EntryFragment, ResultFragment};
 use super::timeline::{Item, Op, Place};
+use crate::sessions::events_after;
 use crate::state::AppState;
 use crate::store::SessionRow;
 

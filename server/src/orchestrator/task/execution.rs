@@ -10,24 +10,6 @@ use crate::execution::Ending;
 use crate::store::StoreResult;
 
 impl SessionTask {
-    /// A planning agent that ended cleanly while its plan was being approved (the decision
-    /// reached it before it was ready to hand over): execution still starts.
-    pub(super) async fn approved_meanwhile(&self) -> bool {
-        if self.mode != AgentMode::Plan || self.cut_short.is_some() || !self.saw_done {
-            return false;
-        }
-        let (Ok(transcript), Ok(execution)) = (self.transcript().await, self.execution().await)
-        else {
-            return false;
-        };
-        let mode = crate::execution::mode_for(
-            &transcript,
-            execution.as_ref(),
-            self.inner.settings.execute,
-        );
-        mode == AgentMode::Execute
-    }
-
     pub(super) async fn execution(&self) -> StoreResult<Option<Execution>> {
         let row = self.inner.state.store.session(&self.session.id).await?;
         Ok(row.and_then(|r| r.execution))
