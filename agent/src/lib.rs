@@ -1,9 +1,9 @@
 //! `ultraplan-agent`: the in-container agent runtime.
 //!
-//! It speaks newline-delimited JSON frames on stdin/stdout with the server (DESIGN §3.5) and
-//! runs the agent loop (DESIGN §4) in one of two modes: plan mode (read-only, ends with a plan
-//! submitted through ExitPlanMode) and execution mode (implements an approved plan with the
-//! writable tools, then exits so the server can diff the workspace):
+//! It speaks newline-delimited JSON frames on stdin/stdout with the server (docs/ARCHITECTURE.md
+//! §3.5) and runs the agent loop (docs/ARCHITECTURE.md §4) in one of two modes: plan mode
+//! (read-only, ends with a plan submitted through ExitPlanMode) and execution mode (implements an
+//! approved plan with the writable tools, then exits so the server can diff the workspace):
 //!
 //! - [`runtime`]: the IO layer — frame reader/writer threads, handshake, heartbeats, the loop
 //!   that drives the state machine and runs tools;

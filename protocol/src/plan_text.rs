@@ -1,4 +1,5 @@
-//! The exact texts of ExitPlanMode tool_results (DESIGN §3.2), built and parsed in one place.
+//! The exact texts of ExitPlanMode tool_results (docs/ARCHITECTURE.md §3.2), built and parsed in
+//! one place.
 
 use crate::api::Decision;
 use crate::constants::{APPROVED_PLAN_EDITED_MARKER, APPROVED_PLAN_MARKER, TELEPORT_SENTINEL};

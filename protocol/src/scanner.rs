@@ -1,5 +1,6 @@
-//! The ExitPlanMode scanner (DESIGN §3.3): a pure state machine the client's poll loop and the
-//! server share. Feed it each new batch of events; it says what the batch means for the plan.
+//! The ExitPlanMode scanner (docs/ARCHITECTURE.md §3.3): a pure state machine the client's poll
+//! loop and the server share. Feed it each new batch of events; it says what the batch means for
+//! the plan.
 
 use std::collections::{HashMap, HashSet};
 

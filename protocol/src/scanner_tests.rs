@@ -1,4 +1,5 @@
-//! Table-driven tests for the ExitPlanMode scanner and phase derivation (DESIGN §3.2, §3.3).
+//! Table-driven tests for the ExitPlanMode scanner and phase derivation (docs/ARCHITECTURE.md §3.2,
+//! §3.3).
 //!
 //! Every scanner row is run twice: once with bare [`EventBody`]s and once with server-stamped
 //! [`Event`]s, and both runs must agree with the row.

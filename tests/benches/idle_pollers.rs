@@ -1,8 +1,8 @@
-//! Thousands of idle sessions polled the way the terminal client polls them (DESIGN §6: p99
-//! under 50 ms per poll on 2 cores; memory per idle session in kilobytes). Every session is
-//! polled every 3 s, first with two requests (the session, then the events after the last
-//! id), then with the client's one (`include=session`); no agent runs, so every poll is the
-//! idle case. Runs the release server binary.
+//! Thousands of idle sessions polled the way the terminal client polls them (docs/ARCHITECTURE.md
+//! §8: p99 under 50 ms per poll on 2 cores; memory per idle session in kilobytes). Every session is
+//! polled every 3 s, first with two requests (the session, then the events after the last id), then
+//! with the client's one (`include=session`); no agent runs, so every poll is the idle case. Runs
+//! the release server binary.
 //!
 //!   bench/idle_pollers.sh [SESSIONS] [SECONDS]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]

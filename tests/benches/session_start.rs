@@ -1,5 +1,5 @@
-//! Session created → first model request, for the bwrap and Docker runners (DESIGN §6: bwrap
-//! < 1 s, docker < 2 s). Runs the real server binary against a fake Anthropic server.
+//! Session created → first model request, for the bwrap and Docker runners (docs/ARCHITECTURE.md
+//! §8: bwrap < 1 s, docker < 2 s). Runs the real server binary against a fake Anthropic server.
 //!
 //!   scripts/build-agent dev && ULTRAPLAN_AGENT_BIN=… cargo bench -p ultraplan-tests --bench session_start
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]

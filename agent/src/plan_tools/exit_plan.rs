@@ -1,5 +1,5 @@
 //! `ExitPlanMode`: submits the plan for review. The user's decision comes back as its
-//! tool_result (DESIGN §3.2): approval, rejection with feedback, or teleport.
+//! tool_result (docs/ARCHITECTURE.md §3.2): approval, rejection with feedback, or teleport.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
