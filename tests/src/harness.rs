@@ -353,13 +353,20 @@ pub fn demo_repo() -> Vec<(&'static str, &'static str)> {
 }
 
 /// Lines of the process table that mention `needle` (agents started for a data dir carry it in
-/// their command line through the bundle mount).
+/// their command line through the bundle mount). Panics when `ps` cannot be run: an empty answer
+/// must mean "no such process", never "could not look".
 pub fn processes_mentioning(needle: &str) -> Vec<String> {
-    let Ok(output) = std::process::Command::new("ps")
+    let output = match std::process::Command::new("ps")
         .args(["-eo", "pid,args"])
         .output()
-    else {
-        return Vec::new();
+    {
+        Ok(out) if out.status.success() => out,
+        Ok(out) => panic!(
+            "ps -eo pid,args failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(e) => panic!("cannot run ps (install procps): {e}"),
     };
     String::from_utf8_lossy(&output.stdout)
         .lines()
@@ -368,8 +375,8 @@ pub fn processes_mentioning(needle: &str) -> Vec<String> {
         .collect()
 }
 
-/// Containers (any state) Docker holds for a session. If Docker cannot be asked, the answer is
-/// one line saying why, so a test waiting for "none left" fails with the reason.
+/// Containers (any state) Docker holds for a session. Panics when Docker cannot be asked, so no
+/// count or emptiness check can be satisfied by an error line.
 pub fn containers_of(session_id: &str) -> Vec<String> {
     let output = std::process::Command::new("docker")
         .args([
@@ -384,11 +391,7 @@ pub fn containers_of(session_id: &str) -> Vec<String> {
             .lines()
             .map(str::to_owned)
             .collect(),
-        Ok(out) => docker_failed(&String::from_utf8_lossy(&out.stderr)),
-        Err(e) => docker_failed(&e.to_string()),
+        Ok(out) => panic!("docker ps failed: {}", String::from_utf8_lossy(&out.stderr)),
+        Err(e) => panic!("cannot run docker ps: {e}"),
     }
-}
-
-fn docker_failed(reason: &str) -> Vec<String> {
-    vec![format!("docker ps failed: {reason}")]
 }
