@@ -91,26 +91,40 @@ pub(crate) fn run(workspace: &Workspace, input: serde_json::Value) -> Result<Str
     Ok(search(workspace, &input)?.render())
 }
 
-/// Finds the files matching `input`.
+/// Finds the files matching `input`: the newest [`MAX_RESULTS`] of them, and how many there are.
 pub fn search(workspace: &Workspace, input: &GlobInput) -> Result<GlobOutcome, ToolError> {
+    let mut hits = every_match(workspace, input)?;
+    let total = hits.len();
+    newest_first(&mut hits, MAX_RESULTS);
+    Ok(GlobOutcome {
+        pattern: input.pattern.clone(),
+        total,
+        files: hits.into_iter().map(|(_, path)| path).collect(),
+    })
+}
+
+/// Every file matching `input`, by path (for benchmarks that compare results).
+pub fn all_matches(workspace: &Workspace, input: &GlobInput) -> Result<Vec<String>, ToolError> {
+    let mut paths: Vec<String> = every_match(workspace, input)?
+        .into_iter()
+        .map(|(_, path)| path)
+        .collect();
+    paths.sort_unstable();
+    Ok(paths)
+}
+
+fn every_match(
+    workspace: &Workspace,
+    input: &GlobInput,
+) -> Result<Vec<(SystemTime, String)>, ToolError> {
     let (base, pattern) = locate(workspace, input)?;
     let matcher = compile(&pattern)?;
     let prefix = literal_prefix(&pattern);
-    let mut outcome = GlobOutcome {
-        pattern: input.pattern.clone(),
-        total: 0,
-        files: Vec::new(),
-    };
-    let start = match workspace.confine(&pattern, &base.join(&prefix)) {
-        Ok(start) if start.is_dir() => start,
-        Ok(_) | Err(WorkspaceError::NotFound { .. }) => return Ok(outcome),
-        Err(e) => return Err(e.into()),
-    };
-    let mut hits = collect(workspace, &start, &prefix, &matcher);
-    outcome.total = hits.len();
-    newest_first(&mut hits, MAX_RESULTS);
-    outcome.files = hits.into_iter().map(|(_, path)| path).collect();
-    Ok(outcome)
+    match workspace.confine(&pattern, &base.join(&prefix)) {
+        Ok(start) if start.is_dir() => Ok(collect(workspace, &start, &prefix, &matcher)),
+        Ok(_) | Err(WorkspaceError::NotFound { .. }) => Ok(Vec::new()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The directory to search from and the pattern relative to it.

@@ -142,14 +142,23 @@ pub(crate) fn run(workspace: &Workspace, input: serde_json::Value) -> Result<Str
     Ok(search(workspace, &input)?.render())
 }
 
-/// Searches the workspace as `input` asks.
+/// Searches the workspace as `input` asks, keeping text for the model's output budget.
 pub fn search(workspace: &Workspace, input: &GrepInput) -> Result<GrepOutcome, ToolError> {
+    search_within(workspace, input, MAX_OUTPUT_CHARS)
+}
+
+/// Searches the workspace as `input` asks, keeping the text of matching lines up to `budget`
+/// bytes (`usize::MAX` keeps every file and line: for benchmarks that compare results).
+pub fn search_within(
+    workspace: &Workspace,
+    input: &GrepInput,
+    budget: usize,
+) -> Result<GrepOutcome, ToolError> {
     let matcher = build_matcher(input)?;
     let start = workspace.resolve(input.path.as_deref().unwrap_or(""))?;
     let walker = build_walker(workspace, start, input)?;
     let searcher = build_searcher(input);
     let mode = input.output_mode;
-    let budget = MAX_OUTPUT_CHARS;
     let per_thread = walk::for_each_file(&walker, || {
         let mut searcher = searcher.clone();
         let matcher = matcher.clone();
