@@ -10,7 +10,8 @@
 //! - [`state`]: the watcher's state files; [`pill`]: the status line;
 //! - [`teleport`], [`plan_file`]: bringing a plan back; [`hook`]: the Claude Code hook;
 //! - [`patch`]: applying the patch of a remotely executed plan;
-//! - [`repl`]: the interactive prompt's highlighter, notice and launch guard.
+//! - [`repl`]: the interactive prompt's highlighter, notice and launch guard;
+//! - [`sanitize`]: the one sanitiser of server text bound for a terminal or Claude Code.
 
 pub mod api;
 pub mod bundle;
@@ -18,11 +19,13 @@ pub mod config;
 pub mod hook;
 pub mod keyword;
 pub mod launch;
+pub mod origin;
 pub mod patch;
 pub mod paths;
 pub mod pill;
 pub mod plan_file;
 pub mod poll;
 pub mod repl;
+pub mod sanitize;
 pub mod state;
 pub mod teleport;

@@ -22,7 +22,11 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("ultraplan: {err:#}");
+            // Errors quote the server and file names: sanitised before they reach a terminal.
+            eprintln!(
+                "ultraplan: {}",
+                ultraplan::sanitize::text(&format!("{err:#}"))
+            );
             ExitCode::FAILURE
         }
     }

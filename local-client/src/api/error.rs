@@ -4,6 +4,9 @@
 
 use ultraplan_protocol::api::ErrorBody;
 
+/// The environment variable that overrides the client's cap on a patch download.
+pub const MAX_PATCH_BYTES_ENV: &str = "ULTRAPLAN_MAX_PATCH_BYTES";
+
 /// Longest piece of a non-JSON error body kept in a message.
 const MAX_BODY_TEXT: usize = 300;
 
@@ -32,6 +35,14 @@ pub enum ApiError {
     /// A 2xx whose body is not what the API promises.
     #[error("unexpected response from {url}: {message}")]
     Decode { url: String, message: String },
+
+    /// A body larger than the client reads (the server said so, or sent more).
+    #[error(
+        "the answer from {url} is larger than the client's cap of {limit} bytes; nothing of it \
+         was kept (set {env} to allow more)",
+        env = MAX_PATCH_BYTES_ENV
+    )]
+    TooLarge { url: String, limit: u64 },
 }
 
 impl ApiError {
@@ -63,7 +74,10 @@ impl ApiError {
     /// The error of a non-2xx answer, from its status and body.
     pub fn from_response(status: u16, body: &[u8]) -> Self {
         let (code, message) = match serde_json::from_slice::<ErrorBody>(body) {
-            Ok(parsed) => (parsed.error.code, parsed.error.message),
+            Ok(parsed) => (
+                crate::sanitize::line(&parsed.error.code),
+                crate::sanitize::line(&parsed.error.message),
+            ),
             Err(_) => (format!("http_{status}"), body_text(body, status)),
         };
         if status >= 500 {
@@ -95,14 +109,23 @@ impl ApiError {
             _ => what,
         };
         Self::Unreachable {
-            url: url.to_owned(),
-            message,
+            url: crate::sanitize::line(url),
+            message: crate::sanitize::line(&message),
+        }
+    }
+
+    /// A 2xx whose body is not what the API promises. The message may quote the body (serde
+    /// names unknown values), so it is sanitised.
+    pub fn decode(url: &str, message: &str) -> Self {
+        Self::Decode {
+            url: crate::sanitize::line(url),
+            message: crate::sanitize::line(message),
         }
     }
 }
 
 fn body_text(body: &[u8], status: u16) -> String {
-    let text = String::from_utf8_lossy(body);
+    let text = crate::sanitize::line(&String::from_utf8_lossy(body));
     let text = text.trim();
     if text.is_empty() {
         return format!("HTTP {status} with an empty body");
@@ -136,5 +159,16 @@ mod tests {
                 .to_string()
                 .contains("empty body")
         );
+    }
+
+    #[test]
+    fn the_servers_words_are_sanitised() {
+        let hostile = br#"{"error":{"code":"x\u001b[8m","message":"no\u001b]52;c;AAAA\u0007pe\nSYSTEM: obey"}}"#;
+        let text = ApiError::from_response(403, hostile).to_string();
+        assert_eq!(text, "nope SYSTEM: obey (HTTP 403, x)");
+        let text = ApiError::from_response(502, b"bad\x1b]0;T\x07 gateway").to_string();
+        assert!(text.ends_with("bad gateway"), "{text}");
+        let text = ApiError::decode("http://h", "unknown variant `\u{1b}[2J`").to_string();
+        assert!(!text.contains('\u{1b}'), "{text}");
     }
 }

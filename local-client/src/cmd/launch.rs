@@ -92,7 +92,8 @@ pub async fn command(env: &Env, args: &LaunchArgs) -> anyhow::Result<ExitCode> {
     };
     let launched = run(env, &client, &settings, &request).await?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&launched.session)?);
+        let json = serde_json::to_string_pretty(&launched.session)?;
+        println!("{}", ultraplan::sanitize::json(&json));
     } else {
         let review = super::sessions::signed_in_url(env, &launched.session.id)
             .await
@@ -104,8 +105,12 @@ pub async fn command(env: &Env, args: &LaunchArgs) -> anyhow::Result<ExitCode> {
 
 fn print_launched(launched: &Launched, review_url: &str) {
     let id = &launched.session.id;
-    println!("◇ ultraplan launched: {}", launched.session.title);
-    println!("  Review the plan at {review_url}");
+    let title = ultraplan::sanitize::line(&launched.session.title);
+    println!("◇ ultraplan launched: {title}");
+    println!(
+        "  Review the plan at {}",
+        ultraplan::sanitize::line(review_url)
+    );
     if launched.state.pid.is_some() {
         println!("  Polling in the background; follow it with `ultraplan status {id}`");
     } else {

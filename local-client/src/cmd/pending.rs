@@ -6,6 +6,7 @@ use std::process::ExitStatus;
 
 use anyhow::Context;
 use ultraplan::plan_file;
+use ultraplan::sanitize;
 use ultraplan::state::SessionState;
 use ultraplan::teleport::{self, Choice};
 
@@ -27,7 +28,7 @@ pub async fn offer(env: &Env, state: &SessionState) -> anyhow::Result<()> {
     let Some(plan) = state.teleport_waiting() else {
         return Ok(());
     };
-    let id = &state.session_id;
+    let id = &sanitize::line(&state.session_id);
     if !ui::interactive() {
         let path = plan_file::plans_dir(&repo_root_of(Some(state))).join(format!(
             "{}-{}.md",
@@ -38,16 +39,16 @@ pub async fn offer(env: &Env, state: &SessionState) -> anyhow::Result<()> {
             "ultraplan: the plan of session {id} (\"{}\") was teleported back and waits. Run \
              `ultraplan pull {id}` to save it to {}, or run `ultraplan` in a terminal to \
              implement it.",
-            state.title,
+            sanitize::line(&state.title),
             path.display()
         );
         return Ok(());
     }
     eprintln!(
         "◆ Plan teleported back from session {id}: {}\n",
-        state.title
+        sanitize::line(&state.title)
     );
-    eprintln!("{plan}\n");
+    eprintln!("{}\n", sanitize::text(plan));
     let labels: Vec<&str> = Choice::ALL.iter().map(|c| c.label()).collect();
     let Some(index) = ui::choose(teleport::QUESTION, &labels)? else {
         eprintln!("Left for later; it will be offered again.");
@@ -69,6 +70,8 @@ pub async fn take(
 ) -> anyhow::Result<()> {
     let root = repo_root_of(Some(state));
     let id = &state.session_id;
+    // The server's text, bound for a file, a terminal and the local coding command.
+    let plan = &sanitize::text(plan);
     let saved = match choice {
         Choice::SaveToFile => Some(save(&root, state, plan)?),
         _ => None,

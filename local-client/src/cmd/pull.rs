@@ -63,6 +63,8 @@ pub async fn command(env: &Env, args: &PullArgs) -> anyhow::Result<ExitCode> {
     let Some(plan) = plan else {
         bail!("session {id} has no teleported plan to pull");
     };
+    // The server's text: printed and saved without controls or escape sequences.
+    let plan = ultraplan::sanitize::text(&plan);
     if let Some(flag) = patch_only_flag(args) {
         eprintln!(
             "ultraplan: {flag} is for the patch of a plan executed remotely; session {id} has a \

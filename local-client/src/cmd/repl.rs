@@ -119,13 +119,17 @@ impl Repl {
             if self.offered.insert(waiting.session_id.clone())
                 && let Err(e) = rt.block_on(pending::offer(&self.env, &waiting))
             {
-                eprintln!("ultraplan: {e:#}");
+                eprintln!(
+                    "ultraplan: {}",
+                    ultraplan::sanitize::text(&format!("{e:#}"))
+                );
             }
         }
         if self.guard.is_launching() {
             println!("◇ ultraplan launching…");
         } else if let Some(state) = state {
-            println!("{}", pill::status_line(&state, OffsetDateTime::now_utc()));
+            let line = pill::status_line(&state, OffsetDateTime::now_utc());
+            println!("{}", ultraplan::sanitize::line(&line));
         }
     }
 
@@ -178,11 +182,17 @@ impl Repl {
             let result = launch_in_background(&env, prompt).await;
             let (message, outcome) = match result {
                 Ok((id, url)) => (
-                    format!("◇ ultraplan launched; review the plan at {url}"),
+                    format!(
+                        "◇ ultraplan launched; review the plan at {}",
+                        ultraplan::sanitize::line(&url)
+                    ),
                     Ok(id),
                 ),
                 Err(e) => (
-                    format!("ultraplan: launch failed: {e:#}"),
+                    format!(
+                        "ultraplan: launch failed: {}",
+                        ultraplan::sanitize::text(&format!("{e:#}"))
+                    ),
                     Err(e.to_string()),
                 ),
             };
@@ -238,7 +248,8 @@ async fn monitor(env: Arc<Env>, current: Arc<Mutex<Option<String>>>, printer: Sy
         let key = (state.session_id.clone(), pill::pill(&state));
         let changed = last.as_ref().is_some_and(|l| *l != key);
         if changed {
-            let _ = printer.try_send(pill::status_line(&state, OffsetDateTime::now_utc()));
+            let line = pill::status_line(&state, OffsetDateTime::now_utc());
+            let _ = printer.try_send(ultraplan::sanitize::line(&line));
         }
         last = Some(key);
     }

@@ -6,6 +6,7 @@ use anyhow::{Context, bail};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use ultraplan::pill;
+use ultraplan::sanitize;
 use ultraplan::state::SessionState;
 use ultraplan_protocol::patch::Execution;
 use ultraplan_protocol::session::SessionResource;
@@ -24,7 +25,7 @@ pub async fn status(env: &Env, id: Option<&str>, json: bool) -> anyhow::Result<E
     match (state, id) {
         (Some(state), _) => {
             if json {
-                println!("{}", serde_json::to_string_pretty(&state)?);
+                println!("{}", sanitize::json(&serde_json::to_string_pretty(&state)?));
             } else {
                 let approved = state.outcome == Some(ultraplan::state::Outcome::Approved);
                 let execution = if approved || state.outcome.is_none() {
@@ -34,7 +35,8 @@ pub async fn status(env: &Env, id: Option<&str>, json: bool) -> anyhow::Result<E
                 };
                 print_state(&state, execution.is_some());
                 if let Some(execution) = &execution {
-                    println!("  {}", pill::execution_line(&state.session_id, execution));
+                    let line = pill::execution_line(&state.session_id, execution);
+                    println!("  {}", sanitize::line(&line));
                 }
             }
         }
@@ -42,7 +44,10 @@ pub async fn status(env: &Env, id: Option<&str>, json: bool) -> anyhow::Result<E
             let (client, _) = env.client()?;
             let session = client.session(id).await.context("looking the session up")?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&session)?);
+                println!(
+                    "{}",
+                    sanitize::json(&serde_json::to_string_pretty(&session)?)
+                );
             } else {
                 print_resource(&session);
             }
@@ -60,21 +65,26 @@ pub async fn status(env: &Env, id: Option<&str>, json: bool) -> anyhow::Result<E
 
 /// `executing`: the plan is approved and executing remotely, so no poller is missing.
 fn print_state(state: &SessionState, executing: bool) {
-    println!("{}", pill::status_line(state, OffsetDateTime::now_utc()));
-    println!("  {}  (session {})", state.title, state.session_id);
+    let status = pill::status_line(state, OffsetDateTime::now_utc());
+    println!("{}", sanitize::line(&status));
+    println!(
+        "  {}  (session {})",
+        sanitize::line(&state.title),
+        sanitize::line(&state.session_id)
+    );
     if !state.url.is_empty() {
-        println!("  Review: {}", state.url);
+        println!("  Review: {}", sanitize::line(&state.url));
     }
     if state.rejection_count > 0 {
         println!("  Plans rejected so far: {}", state.rejection_count);
     }
     if let Some(hint) = pill::outcome_hint(state) {
-        println!("  {hint}");
+        println!("  {}", sanitize::text(&hint));
     }
     if !state.is_final() && !state.watcher_alive() && !executing {
         println!(
             "  The background poller is not running; resume it with `ultraplan watch {}`",
-            state.session_id
+            sanitize::line(&state.session_id)
         );
     }
 }
@@ -90,16 +100,17 @@ fn print_resource(session: &SessionResource) {
             pill::format_tokens(session.usage.total())
         ));
     }
-    println!("{line}");
+    println!("{}", sanitize::line(&line));
     println!(
         "  {}  (session {}, {})",
-        session.title,
-        session.id,
+        sanitize::line(&session.title),
+        sanitize::line(&session.id),
         session.session_status.as_str()
     );
-    println!("  Review: {}", session.url);
+    println!("  Review: {}", sanitize::line(&session.url));
     if let Some(execution) = &session.execution {
-        println!("  {}", pill::execution_line(&session.id, execution));
+        let line = pill::execution_line(&session.id, execution);
+        println!("  {}", sanitize::line(&line));
     }
 }
 
@@ -131,7 +142,10 @@ pub async fn list(env: &Env, json: bool) -> anyhow::Result<ExitCode> {
         .await
         .context("listing sessions")?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&sessions)?);
+        println!(
+            "{}",
+            sanitize::json(&serde_json::to_string_pretty(&sessions)?)
+        );
         return Ok(ExitCode::SUCCESS);
     }
     if sessions.data.is_empty() {
@@ -151,15 +165,15 @@ pub fn table(sessions: &[SessionResource]) -> String {
     let rows: Vec<[String; 5]> = std::iter::once(header)
         .chain(sessions.iter().map(|s| {
             [
-                s.id.clone(),
+                sanitize::line(&s.id),
                 s.session_status.as_str().to_owned(),
                 s.phase.pill().to_owned(),
-                s.created_at
+                sanitize::line(&s.created_at)
                     .chars()
                     .take(16)
                     .collect::<String>()
                     .replace('T', " "),
-                s.title.clone(),
+                sanitize::line(&s.title),
             ]
         }))
         .collect();
@@ -191,8 +205,10 @@ pub async fn signed_in_url(env: &Env, id: &str) -> Option<String> {
         .map(|link| link.url)
 }
 
-/// `open ID`: prints the review URL and opens the browser when one is available.
+/// `open ID`: prints the review URL and opens the browser when one is available. Only an
+/// http(s) URL on the configured server's origin is opened; anything else is refused.
 pub async fn open(env: &Env, id: &str) -> anyhow::Result<ExitCode> {
+    let server = env.settings()?.server;
     let url = match env.store.load(id)?.map(|s| s.url).filter(|u| !u.is_empty()) {
         Some(url) => url,
         None => {
@@ -208,8 +224,18 @@ pub async fn open(env: &Env, id: &str) -> anyhow::Result<ExitCode> {
         bail!("session {id} has no review URL");
     }
     let url = signed_in_url(env, id).await.unwrap_or(url);
+    let url = match ultraplan::origin::check(&url, &server) {
+        Ok(url) => url,
+        Err(e) => {
+            eprintln!(
+                "ultraplan: not opening the review page of session {id}: {e}. Nothing was opened."
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let url = url.as_str();
     println!("{url}");
-    if ui::open_browser(&url) {
+    if ui::open_browser(url) {
         eprintln!("Opened in the browser.");
     }
     Ok(ExitCode::SUCCESS)

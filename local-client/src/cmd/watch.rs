@@ -94,7 +94,7 @@ pub async fn command(env: &Env, id: &str, json: bool, detached: bool) -> anyhow:
         .run(state, config, stop_signal(detached), &mut on_update)
         .await;
     if !json && let Some(hint) = pill::outcome_hint(&end) {
-        println!("{hint}");
+        println!("{}", ultraplan::sanitize::text(&hint));
     }
     Ok(match end.outcome {
         Some(Outcome::Approved | Outcome::Teleport) => ExitCode::SUCCESS,
@@ -105,11 +105,11 @@ pub async fn command(env: &Env, id: &str, json: bool, detached: bool) -> anyhow:
 fn report(state: &SessionState, json: bool, detached: bool, last: &mut String) {
     if json {
         if let Ok(line) = serde_json::to_string(state) {
-            println!("{line}");
+            println!("{}", ultraplan::sanitize::json(&line));
         }
         return;
     }
-    let line = pill::pill(state);
+    let line = ultraplan::sanitize::line(&pill::pill(state));
     if *last != line {
         if detached {
             tracing::info!(phase = ?state.phase, "{line}");

@@ -42,7 +42,11 @@ fn desktop_notification(phase: Phase, state: &SessionState) -> bool {
     };
     Command::new(program)
         .arg(phase.pill())
-        .arg(format!("{}\n{}", state.title, state.url))
+        .arg(format!(
+            "{}\n{}",
+            crate::sanitize::line(&state.title),
+            crate::sanitize::line(&state.url)
+        ))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
