@@ -8,6 +8,7 @@ use anyhow::Context;
 use serde_json::Value;
 use ultraplan::hook::{self, HookInput};
 use ultraplan::keyword;
+use ultraplan::sanitize;
 use ultraplan::state::Handled;
 
 use super::launch::{self, Request};
@@ -21,7 +22,7 @@ pub async fn claude_code(env: &Env) -> anyhow::Result<ExitCode> {
         .context("reading the hook input")?;
     let input = hook::parse(&input)?;
     if let Some(output) = answer(env, &input).await {
-        println!("{output}");
+        println!("{}", sanitize::json(&output.to_string()));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -48,10 +49,15 @@ async fn answer(env: &Env, input: &HookInput) -> Option<Value> {
 async fn launch_for(env: &Env, input: &HookInput) -> Value {
     match try_launch(env, input).await {
         Ok((title, url)) => hook::block(&format!(
-            "ultraplan is planning \"{title}\" remotely; review at {url} (follow it with \
-             `ultraplan status`)"
+            "ultraplan is planning \"{}\" remotely; review at {} (follow it with \
+             `ultraplan status`)",
+            sanitize::line(&title),
+            sanitize::line(&url)
         )),
-        Err(e) => hook::block(&format!("ultraplan could not launch: {e:#}")),
+        Err(e) => hook::block(&format!(
+            "ultraplan could not launch: {}",
+            sanitize::line(&format!("{e:#}"))
+        )),
     }
 }
 
