@@ -13,7 +13,19 @@ use ultraplan_protocol::api::{
 use ultraplan_protocol::constants::MAX_EVENTS_PAGE;
 use ultraplan_protocol::session::SessionResource;
 
-pub use error::ApiError;
+pub use error::{ApiError, MAX_PATCH_BYTES_ENV};
+
+/// The most a patch download may hold, as the server caps the patches it stores.
+pub const MAX_PATCH_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The cap on a patch download: [`MAX_PATCH_BYTES`], or `ULTRAPLAN_MAX_PATCH_BYTES`.
+pub fn max_patch_bytes() -> u64 {
+    std::env::var(MAX_PATCH_BYTES_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(MAX_PATCH_BYTES)
+}
 
 /// How long to wait for a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -77,10 +89,9 @@ impl Client {
     }
 
     async fn send(&self, builder: reqwest::RequestBuilder) -> Result<reqwest::Response, ApiError> {
-        let request = builder.build().map_err(|e| ApiError::Decode {
-            url: self.base.clone(),
-            message: format!("cannot build the request: {e}"),
-        })?;
+        let request = builder
+            .build()
+            .map_err(|e| ApiError::decode(&self.base, &format!("cannot build the request: {e}")))?;
         let url = request.url().to_string();
         let response = self
             .http
@@ -108,10 +119,7 @@ impl Client {
             .bytes()
             .await
             .map_err(|e| ApiError::unreachable(&url, &e))?;
-        serde_json::from_slice(&bytes).map_err(|e| ApiError::Decode {
-            url,
-            message: e.to_string(),
-        })
+        serde_json::from_slice(&bytes).map_err(|e| ApiError::decode(&url, &e.to_string()))
     }
 
     async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ApiError> {
@@ -233,19 +241,34 @@ impl Client {
 
     /// `GET /v1/sessions/{id}/patch`: the raw unified diff remote execution produced, byte for
     /// byte (empty when it changed nothing). 409 `execution_running` while the agent still
-    /// executes, 404 `no_patch` when nothing was executed.
-    pub async fn patch(&self, id: &str) -> Result<Vec<u8>, ApiError> {
+    /// executes, 404 `no_patch` when nothing was executed. At most `limit` bytes are read: a
+    /// `Content-Length` above it is refused before the body, and a body that runs past it is
+    /// dropped as soon as it does, whatever the header said.
+    pub async fn patch(&self, id: &str, limit: u64) -> Result<Vec<u8>, ApiError> {
+        use futures_util::StreamExt;
         let builder = self
             .request(reqwest::Method::GET, &format!("/v1/sessions/{id}/patch"))
             .header(reqwest::header::ACCEPT, "text/x-diff")
             .timeout(PATCH_TIMEOUT);
         let response = self.send(builder).await?;
         let url = response.url().to_string();
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| ApiError::unreachable(&url, &e))?;
-        Ok(bytes.to_vec())
+        let too_large = || ApiError::TooLarge {
+            url: url.clone(),
+            limit,
+        };
+        if response.content_length().is_some_and(|n| n > limit) {
+            return Err(too_large());
+        }
+        let mut body = Vec::new();
+        let mut stream = response.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| ApiError::unreachable(&url, &e))?;
+            if (body.len() + chunk.len()) as u64 > limit {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
     }
 
     /// `POST /v1/sessions/{id}/archive`; a 409 (already archived) counts as success.

@@ -1,12 +1,13 @@
-//! Changing things: finding the repository, applying to a work tree, the fresh worktree on a new
-//! branch, and stash → apply → pop. Every step is a few git commands; the decisions are made by
-//! the caller from the preflight.
+//! Changing things: finding the repository, the fresh worktree on a new branch, and
+//! stash → apply → pop (the one `git apply` itself is in [`super::write`]). Every step is a
+//! few git commands; the decisions are made by the caller from the preflight.
 
 use std::path::{Path, PathBuf};
 
 use super::git::{Git, GitError};
 use super::parse::FilePatch;
-use super::preflight::{APPLY, TreeStatus, Verdict, parse_status};
+use super::preflight::{TreeStatus, Verdict, parse_status};
+use super::write::{nul_list, unstage};
 
 /// Why there is no repository to apply to.
 #[derive(Debug, thiserror::Error)]
@@ -89,65 +90,6 @@ impl Repo {
     fn stash_ref(&self) -> Option<String> {
         self.commit("refs/stash")
     }
-}
-
-/// Applies the files whose verdict says they apply (the others are left alone), in one
-/// `git apply`: all or nothing. A 3-way merge needs the index; the merged paths are reset in
-/// it afterwards so the result is, like a plain apply, only in the work tree.
-pub fn apply(git: &Git, files: &[FilePatch], verdicts: &[Verdict]) -> Result<(), GitError> {
-    let chosen: Vec<&FilePatch> = files
-        .iter()
-        .zip(verdicts)
-        .filter(|(_, v)| v.applies())
-        .map(|(f, _)| f)
-        .collect();
-    if chosen.is_empty() {
-        return Ok(());
-    }
-    let patch: Vec<u8> = chosen.iter().flat_map(|f| f.text.iter().copied()).collect();
-    let merge = verdicts.contains(&Verdict::Merge);
-    let mut args = APPLY.to_vec();
-    if merge {
-        args.push("--3way");
-    }
-    git.ok_with_input(&args, &patch)?;
-    if merge {
-        unstage(git, chosen.iter().flat_map(|f| f.paths()))?;
-    }
-    Ok(())
-}
-
-/// Puts these paths back in the index as `HEAD` has them.
-fn unstage<'a>(git: &Git, paths: impl Iterator<Item = &'a str>) -> Result<(), GitError> {
-    let list = nul_list(paths);
-    git.ok_with_input(
-        &[
-            "--literal-pathspecs",
-            "reset",
-            "-q",
-            "--pathspec-from-file=-",
-            "--pathspec-file-nul",
-        ],
-        &list,
-    )
-    .map(drop)
-}
-
-/// Tries a 3-way merge of each conflicting file so its conflict markers are left to resolve
-/// (in a fresh worktree, where nothing else can be hurt). Per file: whether markers were left.
-pub fn leave_conflicts(git: &Git, files: &[FilePatch], verdicts: &[Verdict]) -> Vec<bool> {
-    let mut args = APPLY.to_vec();
-    args.push("--3way");
-    files
-        .iter()
-        .zip(verdicts)
-        .map(|(file, verdict)| {
-            verdict.is_conflict()
-                && git
-                    .run_with_input(&args, &file.text)
-                    .is_ok_and(|out| out.stderr.contains("with conflicts"))
-        })
-        .collect()
 }
 
 /// Where a new worktree goes and what it starts from.
@@ -261,6 +203,17 @@ pub fn create_worktree(repo: &Repo, plan: &WorktreePlan) -> Result<Git, GitError
     Ok(Git::new(&plan.path))
 }
 
+/// Removes a worktree this command made (and its branch), when a check in it refused the
+/// patch: nothing is left behind.
+pub fn remove_worktree(repo: &Repo, plan: &WorktreePlan) -> Result<(), GitError> {
+    let path = plan.path.to_string_lossy();
+    repo.git
+        .ok(&["worktree", "remove", "--force", "--end-of-options", &path])?;
+    repo.git
+        .ok(&["branch", "-D", "--end-of-options", &plan.branch])?;
+    Ok(())
+}
+
 /// Stashes every local change, untracked files included. Whether a stash was made (nothing to
 /// stash makes none, and then nothing must be popped).
 pub fn stash_push(repo: &Repo, id: &str) -> Result<bool, GitError> {
@@ -325,15 +278,6 @@ pub fn pop_over(
         unstage(&repo.git, back.into_iter())?;
     }
     Ok(popped)
-}
-
-fn nul_list<'a>(paths: impl Iterator<Item = &'a str>) -> Vec<u8> {
-    let mut list = Vec::new();
-    for path in paths {
-        list.extend_from_slice(path.as_bytes());
-        list.push(0);
-    }
-    list
 }
 
 /// `git stash pop`.

@@ -14,6 +14,9 @@ pub enum GitError {
     /// git ran and failed.
     #[error("`git {command}` failed: {stderr}")]
     Failed { command: String, stderr: String },
+    /// A check before git would write refused it.
+    #[error("refused before applying: {0}")]
+    Refused(String),
 }
 
 /// What a git command did.
@@ -92,6 +95,12 @@ impl Git {
     pub fn ok(&self, args: &[&str]) -> Result<String, GitError> {
         let out = self.run(args)?;
         checked(args, out).map(|o| o.text())
+    }
+
+    /// Runs `git ARGS` and fails unless it succeeds; stdout as bytes.
+    pub fn ok_bytes(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
+        let out = self.run(args)?;
+        checked(args, out).map(|o| o.stdout)
     }
 
     /// [`Git::ok`] with `input` on stdin.

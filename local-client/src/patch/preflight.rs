@@ -12,6 +12,9 @@ use super::parse::FilePatch;
 /// Flags of every `git apply`: the patch is applied as written, whatever `apply.whitespace` says.
 pub const APPLY: [&str; 2] = ["apply", "--whitespace=nowarn"];
 
+/// The reason of a conflict a 3-way merge can leave markers for.
+pub const MERGE_CONFLICT: &str = "a 3-way merge conflicts with the local version";
+
 /// What one file's patch would do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
@@ -69,10 +72,7 @@ pub fn classify(forward: Probe<'_>, reverse: Probe<'_>, three_way: Option<Probe<
 pub fn conflict_reason(stderr: &str) -> Option<String> {
     const KNOWN: &[(&str, &str)] = &[
         ("does not match index", "overlaps your uncommitted changes"),
-        (
-            "with conflicts",
-            "a 3-way merge conflicts with the local version",
-        ),
+        ("with conflicts", MERGE_CONFLICT),
         (
             "already exists in working directory",
             "a different file already exists at this path",
@@ -365,6 +365,8 @@ mod tests {
             deletions: 0,
             binary: false,
             new_mode: None,
+            symlink: false,
+            link_target: None,
             text: Vec::new(),
         }
     }

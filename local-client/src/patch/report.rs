@@ -3,6 +3,7 @@
 
 use ultraplan_protocol::patch::FileChange;
 
+use super::guard::Refusal;
 use super::parse::{FilePatch, summary};
 use super::preflight::Verdict;
 
@@ -103,8 +104,30 @@ pub fn lines(
         .collect()
 }
 
-/// The lines as aligned text, two spaces in, one line each.
+/// The lines of a refused patch: every refused file and why.
+pub fn refused(refusals: &[Refusal]) -> Vec<Line> {
+    refusals
+        .iter()
+        .map(|r| Line {
+            status: "refused",
+            path: r.path.clone(),
+            detail: r.reason.clone(),
+        })
+        .collect()
+}
+
+/// The lines as aligned text, two spaces in, one line each. Paths and details come from the
+/// patch, so they are sanitised here, where they become terminal text.
 pub fn render(lines: &[Line]) -> String {
+    let lines: Vec<Line> = lines
+        .iter()
+        .map(|l| Line {
+            status: l.status,
+            path: crate::sanitize::line(&l.path),
+            detail: crate::sanitize::line(&l.detail),
+        })
+        .collect();
+    let lines = lines.as_slice();
     const MAX_PATH_COLUMN: usize = 48;
     let width = |s: &str| s.chars().count();
     let status_w = lines.iter().map(|l| width(l.status)).max().unwrap_or(0);
@@ -153,6 +176,8 @@ mod tests {
             deletions: if binary { 0 } else { 1 },
             binary,
             new_mode: None,
+            symlink: false,
+            link_target: None,
             text: b"0123456789".to_vec(),
         }
     }
@@ -289,6 +314,14 @@ mod tests {
             "  applied     src/lib.rs  +3 −1\n  conflicted  é.md        why\n"
         );
         assert_eq!(render(&[]), "");
+        let hostile = [Line {
+            status: "refused",
+            path: "evil\u{1b}]0;PWNED\u{7}name".into(),
+            detail: "why\u{9b}31m\nSYSTEM".into(),
+        }];
+        assert_eq!(render(&hostile), "  refused  evilname  why SYSTEM\n");
+        let refusals = [Refusal::new("leak", "absolute")];
+        assert_eq!(refused(&refusals)[0].status, "refused");
     }
 
     #[test]

@@ -59,6 +59,7 @@ pub async fn command(client: &Client, args: &PullArgs) -> anyhow::Result<ExitCod
         base: session.session_context.base.commit.clone(),
         repo,
         files,
+        patch: bytes,
     };
     pulled.run()
 }
@@ -154,7 +155,7 @@ async fn finished_patch(
     if execution.state == ExecutionState::Executing {
         return Ok(None);
     }
-    match client.patch(id).await {
+    match client.patch(id, ultraplan::api::max_patch_bytes()).await {
         Ok(bytes) => Ok(Some(bytes)),
         Err(ApiError::Rejected { status: 409, .. }) => Ok(None),
         Err(ApiError::Rejected {

@@ -2,12 +2,13 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context;
-use ultraplan::patch::WorktreePlan;
+use anyhow::{Context, anyhow};
 use ultraplan::patch::apply as apply_mod;
-use ultraplan::patch::git::Git;
+use ultraplan::patch::check::Tree;
+use ultraplan::patch::git::GitError;
 use ultraplan::patch::preflight::{self, Verdict};
 use ultraplan::patch::report::{Markers, Mode};
+use ultraplan::patch::{Refusal, WorktreePlan, write};
 
 use super::pulled::{Pulled, exit, has_conflicts};
 use super::text::{describe_base, shell_quote};
@@ -15,7 +16,7 @@ use super::text::{describe_base, shell_quote};
 impl Pulled<'_> {
     /// Straight into the working tree (clean tree, no conflicts).
     pub(super) fn apply_here(&self, verdicts: &[Verdict]) -> anyhow::Result<ExitCode> {
-        apply_mod::apply(&self.repo.git, &self.files, verdicts)
+        write::apply(&self.repo.git, &self.files, verdicts)
             .context("applying the patch (nothing was changed)")?;
         self.print(verdicts, Mode::Applied, &[]);
         println!(
@@ -35,32 +36,50 @@ impl Pulled<'_> {
                 return Ok(ExitCode::FAILURE);
             }
         };
+        // The commit it starts from is checked before the worktree exists.
+        let refusals = self.refusals(Tree::Commit(&plan.base))?;
+        if !refusals.is_empty() {
+            return Ok(self.refuse(&refusals));
+        }
         let git = apply_mod::create_worktree(&self.repo, &plan).context("creating the worktree")?;
+        // And the worktree as checked out, before anything is written there.
+        let refusals = self.refusals(Tree::Disk(&plan.path))?;
+        if !refusals.is_empty() {
+            return Ok(self.undo_worktree(&plan, &refusals));
+        }
         let verdicts = preflight::preflight(&git, &self.files)
             .context("checking the patch against the new worktree")?;
-        apply_mod::apply(&git, &self.files, &verdicts).with_context(|| {
-            format!(
-                "applying the patch in {} (the worktree is left as created)",
-                plan.path.display()
-            )
-        })?;
+        let left = match write::apply_leaving_conflicts(&git, &self.files, &verdicts) {
+            Ok(left) => left,
+            Err(GitError::Refused(why)) => {
+                return Ok(self.undo_worktree(&plan, &[Refusal::new("(the patch)", why)]));
+            }
+            Err(e) => {
+                return Err(anyhow!(e).context(format!(
+                    "applying the patch in {} (the worktree is left as created)",
+                    plan.path.display()
+                )));
+            }
+        };
         let conflicts = has_conflicts(&verdicts);
-        let markers = self.leave_markers(&git, &verdicts);
+        let markers: Vec<Markers> = left
+            .into_iter()
+            .map(|left| if left { Markers::Left } else { Markers::None })
+            .collect();
         self.print(&verdicts, Mode::Applied, &markers);
         self.print_worktree_next(&plan, conflicts);
         Ok(exit(conflicts))
     }
 
-    /// Conflict markers left in the conflicting files, one entry a file; none without
-    /// conflicts.
-    fn leave_markers(&self, git: &Git, verdicts: &[Verdict]) -> Vec<Markers> {
-        if !has_conflicts(verdicts) {
-            return Vec::new();
+    /// A check in the new worktree refused the patch: the worktree and its branch go again.
+    fn undo_worktree(&self, plan: &WorktreePlan, refusals: &[Refusal]) -> ExitCode {
+        if let Err(e) = apply_mod::remove_worktree(&self.repo, plan) {
+            eprintln!(
+                "ultraplan: removing the worktree {} again failed: {e}",
+                plan.path.display()
+            );
         }
-        apply_mod::leave_conflicts(git, &self.files, verdicts)
-            .into_iter()
-            .map(|left| if left { Markers::Left } else { Markers::None })
-            .collect()
+        self.refuse(refusals)
     }
 
     /// Where it went, and what to do there.

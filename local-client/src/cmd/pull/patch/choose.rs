@@ -25,6 +25,10 @@ enum Choice {
 impl Pulled<'_> {
     /// Checks the patch against the working tree, then applies it as chosen.
     pub(super) fn run(&self) -> anyhow::Result<ExitCode> {
+        let refusals = self.refusals_here()?;
+        if !refusals.is_empty() {
+            return Ok(self.refuse(&refusals));
+        }
         let verdicts = preflight::preflight(&self.repo.git, &self.files)
             .context("checking the patch against the working tree")?;
         let status = self.repo.status().context("reading `git status`")?;

@@ -3,9 +3,11 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use anyhow::Context;
 use ultraplan::patch::apply::{self as apply_mod, WorktreeError};
+use ultraplan::patch::check::{self, Tree};
 use ultraplan::patch::report::{self, Markers, Mode};
-use ultraplan::patch::{FilePatch, Repo, Verdict, WorktreePlan};
+use ultraplan::patch::{FilePatch, Refusal, Repo, Verdict, WorktreePlan};
 
 use super::text::shell_quote;
 use crate::cli::PullArgs;
@@ -19,6 +21,8 @@ pub(super) struct Pulled<'a> {
     pub(super) headline: String,
     /// The session's base commit, if it recorded one.
     pub(super) base: Option<String>,
+    /// The patch as downloaded, every byte (git reads all of it when it is checked).
+    pub(super) patch: Vec<u8>,
 }
 
 impl Pulled<'_> {
@@ -29,6 +33,39 @@ impl Pulled<'_> {
             "{}",
             report::render(&report::lines(&self.files, verdicts, mode, markers))
         );
+    }
+
+    /// Every file of the patch that may not be applied, and why, checked against `tree` (git
+    /// only reads here). Empty when all may.
+    pub(super) fn refusals(&self, tree: Tree<'_>) -> anyhow::Result<Vec<Refusal>> {
+        check::check(&self.repo.git, &self.patch, &self.files, tree)
+            .context("checking the patch before applying it (nothing was changed)")
+    }
+
+    /// The refusals against the tree this command would apply to: the working tree, or the
+    /// commit a requested worktree would start from.
+    pub(super) fn refusals_here(&self) -> anyhow::Result<Vec<Refusal>> {
+        match self.worktree_plan().ok().filter(|_| self.wants_worktree()) {
+            Some(plan) => self.refusals(Tree::Commit(&plan.base)),
+            None => self.refusals(Tree::Disk(&self.repo.top)),
+        }
+    }
+
+    /// The report of a refused patch: every refused file and why. Nothing was changed.
+    pub(super) fn refuse(&self, refusals: &[Refusal]) -> ExitCode {
+        println!("{}", self.headline);
+        print!("{}", report::render(&report::refused(refusals)));
+        let n = refusals.len();
+        println!(
+            "Refused: {} cannot be applied safely (listed above), so none of the patch was \
+             applied. Nothing was changed.",
+            if n == 1 {
+                "1 file".to_owned()
+            } else {
+                format!("{n} files")
+            }
+        );
+        ExitCode::FAILURE
     }
 
     /// Whether `--worktree` or `--worktree-dir` asked for a worktree.

@@ -29,7 +29,7 @@ impl Pulled<'_> {
             self.refuse_conflicts(&verdicts, stashed);
             return Ok(ExitCode::FAILURE);
         }
-        if let Err(e) = apply_mod::apply(&self.repo.git, &self.files, &verdicts) {
+        if let Err(e) = ultraplan::patch::write::apply(&self.repo.git, &self.files, &verdicts) {
             self.restore(stashed);
             return Err(anyhow!(e).context("applying the patch (nothing was changed)"));
         }
@@ -108,11 +108,12 @@ impl Pulled<'_> {
             } else {
                 format!(
                     ": they conflict with the patch in {} (conflict markers are in those files)",
-                    conflicted.join(", ")
+                    ultraplan::sanitize::line(&conflicted.join(", "))
                 )
             }
         );
         if !message.is_empty() {
+            let message = ultraplan::sanitize::text(message);
             println!("git says: {}", message.replace('\n', "\n  "));
         }
         println!(
@@ -130,11 +131,13 @@ impl Pulled<'_> {
             Ok(Popped::Restored) => {}
             Ok(Popped::Kept { message, .. }) => eprintln!(
                 "ultraplan: popping your stashed changes back failed; they are kept in the \
-                 stash (stash@{{0}}): {message}"
+                 stash (stash@{{0}}): {}",
+                ultraplan::sanitize::text(&message)
             ),
             Err(e) => eprintln!(
                 "ultraplan: popping your stashed changes back failed; they are kept in the \
-                 stash (stash@{{0}}): {e}"
+                 stash (stash@{{0}}): {}",
+                ultraplan::sanitize::text(&e.to_string())
             ),
         }
     }

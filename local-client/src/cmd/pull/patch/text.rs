@@ -19,7 +19,8 @@ pub(super) fn why_not_here(dirt: &Dirt, verdicts: &[Verdict]) -> String {
         1 => reasons.push("1 file conflicts".to_owned()),
         n => reasons.push(format!("{n} files conflict")),
     }
-    format!("{}.", reasons.join("; and "))
+    // File names from git status may be names an earlier patch made.
+    ultraplan::sanitize::line(&format!("{}.", reasons.join("; and ")))
 }
 
 /// The commit a worktree starts at, and why when it is not the session's base commit.
