@@ -1,6 +1,7 @@
 //! The `ultraplan` client's integration tests, in one test binary: the bundler, the binary
 //! driven as a user would, the session commands, the hook, launch, the poll loop, pulling a
-//! patch, and the interactive prompt — against real git repositories and a scripted server.
+//! patch (and refusing hostile ones), server text kept off the terminal raw, and the
+//! interactive prompt — against real git repositories and a scripted server.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test binary: failures should panic
 
@@ -11,5 +12,7 @@ mod hook;
 mod launch;
 mod poll;
 mod pull;
+mod pull_safety;
 mod repl;
+mod sanitized;
 mod support;

@@ -9,17 +9,17 @@ use crate::support::pty::Pty;
 use crate::support::server::{Config, SESSION_ID, Server, executing, finished, plan};
 use serde_json::json;
 
-const LIB: &str = "pub fn one() -> u32 {\n    1\n}\n\npub fn two() -> u32 {\n    2\n}\n\n\
+pub(crate) const LIB: &str = "pub fn one() -> u32 {\n    1\n}\n\npub fn two() -> u32 {\n    2\n}\n\n\
                    pub fn three() -> u32 {\n    3\n}\n";
 
 /// A PNG-ish blob with NULs: git treats it as binary.
-fn blob(seed: u8, len: usize) -> Vec<u8> {
+pub(crate) fn blob(seed: u8, len: usize) -> Vec<u8> {
     let mut bytes = b"\x89PNG\r\n\x1a\n\0\0".to_vec();
     bytes.extend((0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)));
     bytes
 }
 
-fn git_in(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git_in(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -36,13 +36,13 @@ fn git_in(dir: &Path, args: &[&str]) -> String {
 }
 
 /// A repository with one commit (no remote) and one untracked file.
-struct Repo {
-    path: PathBuf,
-    base: String,
+pub(crate) struct Repo {
+    pub(crate) path: PathBuf,
+    pub(crate) base: String,
 }
 
 impl Repo {
-    fn new(parent: &Path) -> Self {
+    pub(crate) fn new(parent: &Path) -> Self {
         let path = parent.join("repo");
         std::fs::create_dir_all(path.join("src")).unwrap();
         std::fs::write(path.join("src/lib.rs"), LIB).unwrap();
@@ -57,11 +57,11 @@ impl Repo {
         Self { path, base }
     }
 
-    fn git(&self, args: &[&str]) -> String {
+    pub(crate) fn git(&self, args: &[&str]) -> String {
         git_in(&self.path, args)
     }
 
-    fn read(&self, rel: &str) -> Vec<u8> {
+    pub(crate) fn read(&self, rel: &str) -> Vec<u8> {
         std::fs::read(self.path.join(rel)).unwrap()
     }
 
@@ -69,19 +69,19 @@ impl Repo {
         String::from_utf8(self.read(rel)).unwrap()
     }
 
-    fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) {
+    pub(crate) fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) {
         let path = self.path.join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, bytes).unwrap();
     }
 
-    fn commit_all(&self, message: &str) {
+    pub(crate) fn commit_all(&self, message: &str) {
         self.git(&["add", "-A"]);
         self.git(&["commit", "-q", "-m", message]);
     }
 
     /// `git status` and every file's bytes (untracked included, `.git` excluded).
-    fn snapshot(&self) -> (String, Vec<(PathBuf, Vec<u8>)>, String) {
+    pub(crate) fn snapshot(&self) -> (String, Vec<(PathBuf, Vec<u8>)>, String) {
         fn walk(dir: &Path, root: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
             for entry in std::fs::read_dir(dir).unwrap() {
                 let path = entry.unwrap().path();
@@ -106,7 +106,7 @@ impl Repo {
 
     /// A patch made as the server makes it: change a scratch copy of the base, then
     /// `git diff --binary --full-index` against the base.
-    fn patch(&self, change: impl FnOnce(&Path)) -> Vec<u8> {
+    pub(crate) fn patch(&self, change: impl FnOnce(&Path)) -> Vec<u8> {
         let scratch = self.path.parent().unwrap().join("scratch");
         let _ = std::fs::remove_dir_all(&scratch);
         git_in(
@@ -130,7 +130,7 @@ impl Repo {
 }
 
 /// The usual change: one line of src/lib.rs, a new file, a modified and a new binary.
-fn usual_change(dir: &Path) {
+pub(crate) fn usual_change(dir: &Path) {
     let lib = LIB.replace("    1\n", "    100\n");
     std::fs::write(dir.join("src/lib.rs"), lib).unwrap();
     std::fs::write(dir.join("src/extra.rs"), "pub const EXTRA: u8 = 7;\n").unwrap();
@@ -140,7 +140,7 @@ fn usual_change(dir: &Path) {
 }
 
 /// A server whose session's approved plan finished executing with `patch`.
-fn server_with(repo: &Repo, patch: Vec<u8>) -> Server {
+pub(crate) fn server_with(repo: &Repo, patch: Vec<u8>) -> Server {
     Server::start(
         Config {
             plans: vec![plan("t1", 1, "approved")],
@@ -153,13 +153,13 @@ fn server_with(repo: &Repo, patch: Vec<u8>) -> Server {
     )
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
-fn pull(home: &Home, server: &Server, cwd: &Path, extra: &[&str]) -> Run {
+pub(crate) fn pull(home: &Home, server: &Server, cwd: &Path, extra: &[&str]) -> Run {
     let out = home
         .cmd(cwd)
         .env("ULTRAPLAN_POLL_INTERVAL_MS", "50")
@@ -185,7 +185,7 @@ impl std::fmt::Display for Run {
 }
 
 /// The report line of `path`.
-fn line_of<'a>(run: &'a Run, path: &str) -> &'a str {
+pub(crate) fn line_of<'a>(run: &'a Run, path: &str) -> &'a str {
     run.stdout
         .lines()
         .find(|l| l.split_whitespace().any(|w| w == path))

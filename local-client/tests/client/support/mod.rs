@@ -3,6 +3,7 @@
 //! event builders and a throwaway HOME for the binary.
 
 pub mod events;
+pub mod patch_body;
 pub mod pty;
 pub mod server;
 

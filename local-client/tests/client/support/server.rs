@@ -52,6 +52,12 @@ pub struct Config {
     pub patch_running: bool,
     /// Event pages carry the session resource (servers that do save a request per poll).
     pub pages_carry_session: bool,
+    /// The title of the session resource.
+    pub title: String,
+    /// The patch is sent as a stream (chunked, no `Content-Length`).
+    pub patch_streamed: bool,
+    /// The patch is sent with this `Content-Length`, whatever its real length.
+    pub patch_claimed_length: Option<u64>,
 }
 
 impl Default for Config {
@@ -69,6 +75,9 @@ impl Default for Config {
             patch: Vec::new(),
             patch_running: false,
             pages_carry_session: false,
+            title: "fix the auth flow".into(),
+            patch_streamed: false,
+            patch_claimed_length: None,
         }
     }
 }
@@ -323,7 +332,7 @@ async fn get_session(State(shared): State<Shared>, Path(id): Path<String>) -> Re
     inner.recorded.session_gets += 1;
     let executions = &inner.config.executions;
     inner.execution = executions.get(n).or(executions.last()).cloned();
-    axum::Json(resource(&inner, "fix the auth flow")).into_response()
+    axum::Json(resource(&inner, &inner.config.title)).into_response()
 }
 
 /// `GET /v1/sessions/{id}/patch`, following the execution last served.
@@ -353,11 +362,7 @@ async fn patch(
             "execution_running",
             "the agent is still executing the plan",
         ),
-        Some(_) => (
-            [(axum::http::header::CONTENT_TYPE, "text/x-diff")],
-            inner.config.patch.clone(),
-        )
-            .into_response(),
+        Some(_) => super::patch_body::patch_body(&inner.config),
     }
 }
 
@@ -374,7 +379,7 @@ pub fn finished() -> Value {
 
 async fn list_sessions(State(shared): State<Shared>) -> Response {
     let inner = shared.lock().unwrap();
-    axum::Json(json!({"data": [resource(&inner, "fix the auth flow")], "has_more": false}))
+    axum::Json(json!({"data": [resource(&inner, &inner.config.title)], "has_more": false}))
         .into_response()
 }
 
@@ -413,7 +418,7 @@ async fn events(
     let last = data.last().map(|e| e["id"].clone());
     let mut page = json!({"data": data, "has_more": has_more, "first_id": first, "last_id": last});
     if inner.config.pages_carry_session && include == Some("session") {
-        page["session"] = resource(&inner, "fix the auth flow");
+        page["session"] = resource(&inner, &inner.config.title);
     }
     axum::Json(page).into_response()
 }
@@ -425,7 +430,7 @@ async fn archive(State(shared): State<Shared>) -> Response {
         return error(409, "already_archived", "the session is already archived");
     }
     inner.status = "archived".into();
-    axum::Json(resource(&inner, "fix the auth flow")).into_response()
+    axum::Json(resource(&inner, &inner.config.title)).into_response()
 }
 
 async fn plans(State(shared): State<Shared>) -> Response {
