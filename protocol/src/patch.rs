@@ -59,12 +59,68 @@ pub struct PatchSummary {
     pub left_out: Vec<LeftOut>,
 }
 
-/// A new file the patch does not carry.
+/// A path the patch does not carry: a new file too large for it, or a symlink the server
+/// refused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LeftOut {
     pub path: String,
+    /// Size of a file left out for its size; the length of a refused symlink's target.
     pub bytes: u64,
+    /// Why it was left out (`too_large` when absent: summaries stored before this field).
+    #[serde(default)]
+    pub reason: LeftOutReason,
+    /// A refused symlink's target, as the agent wrote it (lossy UTF-8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+}
+
+impl LeftOut {
+    /// A new file over the size limit for patches.
+    pub fn too_large(path: String, bytes: u64) -> Self {
+        LeftOut {
+            path,
+            bytes,
+            reason: LeftOutReason::TooLarge,
+            target: None,
+        }
+    }
+}
+
+/// Why a path is not in the patch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum LeftOutReason {
+    /// A new file larger than the server carries in a patch.
+    #[default]
+    TooLarge,
+    /// A symlink with an absolute target.
+    SymlinkAbsolute,
+    /// A symlink whose target leaves the repository (lexically or through other symlinks).
+    SymlinkEscapes,
+    /// A symlink that points into `.git` (in any spelling) or lives under such a path.
+    SymlinkIntoGit,
+    /// A symlink whose target loops through other symlinks.
+    SymlinkLoops,
+}
+
+impl LeftOutReason {
+    /// Whether this is a refused symlink.
+    pub fn is_symlink(self) -> bool {
+        !matches!(self, LeftOutReason::TooLarge)
+    }
+
+    /// Plain words for the reason.
+    pub fn describe(self) -> &'static str {
+        match self {
+            LeftOutReason::TooLarge => "too large for a patch",
+            LeftOutReason::SymlinkAbsolute => "its target is an absolute path",
+            LeftOutReason::SymlinkEscapes => "its target leaves the repository",
+            LeftOutReason::SymlinkIntoGit => "it points into .git",
+            LeftOutReason::SymlinkLoops => "its target loops through other symlinks",
+        }
+    }
 }
 
 impl PatchSummary {
@@ -145,6 +201,23 @@ mod tests {
             };
             assert_eq!(summary.headline(), want);
         }
+    }
+
+    #[test]
+    fn left_out_without_a_reason_is_too_large() {
+        let old: LeftOut =
+            serde_json::from_str(r#"{"path":"dump.sql","bytes":5}"#).expect("old summary");
+        assert_eq!(old, LeftOut::too_large("dump.sql".into(), 5));
+        let link = LeftOut {
+            path: "leak".into(),
+            bytes: 11,
+            reason: LeftOutReason::SymlinkAbsolute,
+            target: Some("/etc/shadow".into()),
+        };
+        let json = serde_json::to_value(&link).expect("json");
+        assert_eq!(json["reason"], "symlink_absolute");
+        assert_eq!(json["target"], "/etc/shadow");
+        assert_eq!(serde_json::from_value::<LeftOut>(json).expect("back"), link);
     }
 
     #[test]

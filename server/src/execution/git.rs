@@ -120,6 +120,37 @@ impl Repo {
         Err(failed(args, &stderr))
     }
 
+    /// Like [`Repo::run`], with `input` on stdin (written while stdout is read).
+    pub async fn run_with_input(
+        &self,
+        args: &[&str],
+        input: Vec<u8>,
+    ) -> Result<Vec<u8>, ExecutionError> {
+        use tokio::io::AsyncWriteExt;
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| spawn_error(args, &e))?;
+        let Some(mut stdin) = child.stdin.take() else {
+            return Err(failed(args, b"git's input was not piped"));
+        };
+        let writer = tokio::spawn(async move {
+            let _ = stdin.write_all(&input).await;
+        });
+        let output = child
+            .wait_with_output()
+            .await
+            .map_err(|e| spawn_error(args, &e))?;
+        let _ = writer.await;
+        if output.status.success() {
+            return Ok(output.stdout);
+        }
+        Err(failed(args, &output.stderr))
+    }
+
     /// Like [`Repo::run`], with stdout as trimmed text.
     pub async fn text(&self, args: &[&str]) -> Result<String, ExecutionError> {
         let out = self.run(args).await?;

@@ -7,11 +7,13 @@
 mod copy;
 mod diffstat;
 mod git;
+mod links;
 mod report;
 mod restart;
+mod symlinks;
 mod workspace;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use ultraplan_protocol::events::EventBody;
 use ultraplan_protocol::frames::AgentMode;
@@ -104,15 +106,26 @@ pub async fn finish(
 /// patch failed stays for inspection.
 async fn remove_workspace(state: &AppState, session_id: &str) {
     let root = workspace_root(state, session_id);
-    let removed = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(root)).await;
+    let removed = tokio::task::spawn_blocking(move || workspace::remove_root(&root)).await;
     if let Ok(Err(error)) | Err(error) = removed.map_err(std::io::Error::other) {
         tracing::warn!(session_id, %error, "cannot remove the execution workspace");
     }
 }
 
+/// The patch of the workspace under `root` (see [`workspace_of`]): symlinks that are
+/// absolute, leave the tree or point into `.git` are taken out first and listed in
+/// `left_out` with their reason, so the patch never carries them.
+pub async fn patch_of(root: &Path, max_bytes: usize) -> Result<Patch, ExecutionError> {
+    let workspace = Workspace::at(root);
+    let refused = symlinks::refuse(root).await?;
+    let mut patch = workspace.diff(max_bytes).await?;
+    symlinks::check_no_path_through_links(&workspace.tree, &patch.summary).await?;
+    patch.summary.left_out.extend(refused);
+    Ok(patch)
+}
+
 async fn compute(state: &AppState, session: &SessionRow) -> Result<Patch, ExecutionError> {
-    let workspace = workspace_of(state, &session.id);
-    let mut patch = workspace.diff(MAX_PATCH_BYTES).await?;
+    let mut patch = patch_of(&workspace_root(state, &session.id), MAX_PATCH_BYTES).await?;
     patch.summary.base_commit = session.context.base.commit.clone();
     state
         .store

@@ -1,7 +1,7 @@
 //! The `result` event that ends an execution: what changed, per file, and how to get it.
 
 use ultraplan_protocol::events::{EventBody, ResultEvent};
-use ultraplan_protocol::patch::PatchSummary;
+use ultraplan_protocol::patch::{LeftOut, PatchSummary};
 
 use super::workspace::MAX_NEW_FILE_BYTES;
 
@@ -74,18 +74,53 @@ fn file_list(summary: &PatchSummary) -> String {
     out
 }
 
-/// The new files the patch does not carry, if any.
+/// What the patch does not carry, if anything: new files too large for it, and symlinks the
+/// server refused.
 fn left_out(summary: &PatchSummary) -> String {
-    if summary.left_out.is_empty() {
-        return String::new();
+    let (links, large): (Vec<&LeftOut>, Vec<&LeftOut>) =
+        summary.left_out.iter().partition(|l| l.reason.is_symlink());
+    let mut out = String::new();
+    if !large.is_empty() {
+        let mib = MAX_NEW_FILE_BYTES / (1024 * 1024);
+        out.push_str(&format!("\nLeft out (new files over {mib} MiB):\n"));
+        for file in large.iter().take(LISTED_FILES) {
+            let size = file.bytes as f64 / (1024.0 * 1024.0);
+            out.push_str(&format!("-  {} ({size:.1} MiB)\n", file.path));
+        }
     }
-    let mib = MAX_NEW_FILE_BYTES / (1024 * 1024);
-    let mut out = format!("\nLeft out (new files over {mib} MiB):\n");
-    for file in summary.left_out.iter().take(LISTED_FILES) {
-        let size = file.bytes as f64 / (1024.0 * 1024.0);
-        out.push_str(&format!("-  {} ({size:.1} MiB)\n", file.path));
+    if !links.is_empty() {
+        out.push_str(
+            "\nRefused symlinks (not in the patch: a symlink must stay inside the repository and \
+             out of .git):\n",
+        );
+        for link in links.iter().take(LISTED_FILES) {
+            let target = link.target.as_deref().unwrap_or_default();
+            out.push_str(&format!(
+                "-  {} -> {} ({})\n",
+                printable(&link.path),
+                printable(target),
+                link.reason.describe()
+            ));
+        }
+        if links.len() > LISTED_FILES {
+            out.push_str(&format!("… and {} more\n", links.len() - LISTED_FILES));
+        }
     }
     out
+}
+
+/// Agent-chosen names with control characters shown escaped, never raw.
+fn printable(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -139,15 +174,32 @@ mod tests {
             ),
         ];
         let mut big = summary(vec![]);
-        big.left_out = vec![ultraplan_protocol::patch::LeftOut {
-            path: "dump.sql".into(),
-            bytes: 40 * 1024 * 1024,
-        }];
-        let cases = cases.into_iter().chain([(
-            big,
-            Ending::Finished,
-            "Remote execution finished: no changes. The workspace is identical to the uploaded bundle.\nLeft out (new files over 16 MiB):\n-  dump.sql (40.0 MiB)\n",
-        )]);
+        big.left_out = vec![LeftOut::too_large("dump.sql".into(), 40 * 1024 * 1024)];
+        let mut links = big.clone();
+        links.left_out.push(LeftOut {
+            path: "leak".into(),
+            bytes: 11,
+            reason: ultraplan_protocol::patch::LeftOutReason::SymlinkAbsolute,
+            target: Some("/etc/shadow".into()),
+        });
+        links.left_out.push(LeftOut {
+            path: "docs/a\u{1b}]0;x".into(),
+            bytes: 7,
+            reason: ultraplan_protocol::patch::LeftOutReason::SymlinkIntoGit,
+            target: Some("../.git".into()),
+        });
+        let cases = cases.into_iter().chain([
+            (
+                big,
+                Ending::Finished,
+                "Remote execution finished: no changes. The workspace is identical to the uploaded bundle.\nLeft out (new files over 16 MiB):\n-  dump.sql (40.0 MiB)\n",
+            ),
+            (
+                links,
+                Ending::Finished,
+                "Remote execution finished: no changes. The workspace is identical to the uploaded bundle.\nLeft out (new files over 16 MiB):\n-  dump.sql (40.0 MiB)\n\nRefused symlinks (not in the patch: a symlink must stay inside the repository and out of .git):\n-  leak -> /etc/shadow (its target is an absolute path)\n-  docs/a\\u{1b}]0;x -> ../.git (it points into .git)\n",
+            ),
+        ]);
         for (summary, ending, want) in cases {
             let EventBody::Result(r) = patch_result("s1", &summary, &ending) else {
                 panic!("not a result");

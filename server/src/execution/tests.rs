@@ -287,3 +287,94 @@ async fn large_new_files_stay_out_and_oversized_diffs_are_refused() {
         "{refused:?}"
     );
 }
+
+#[tokio::test]
+async fn escaping_symlinks_stay_out_of_the_patch_and_are_listed() {
+    use ultraplan_protocol::patch::LeftOutReason;
+    let bundle = bundle();
+    write(bundle.path(), "docs/guide.md", b"guide\n");
+    write(bundle.path(), "notes.txt", b"user notes\n");
+    // The user's own link into .git: unchanged, it is not the agent's and stays.
+    std::os::unix::fs::symlink("../.git", bundle.path().join("docs/own")).expect("symlink");
+    let root = tempfile::tempdir().expect("tempdir");
+    let ws = Workspace::at(root.path());
+    ws.prepare(bundle.path(), None).await.expect("prepare");
+    let tree = &ws.tree;
+    let link = |target: &str, path: &str| {
+        std::os::unix::fs::symlink(target, tree.join(path)).expect("symlink");
+    };
+    link("/etc/shadow", "leak");
+    link("../.git", "docs/assets");
+    link("../../outside", "x");
+    link("..", "up");
+    link("up/secret", "via_up");
+    link("src/lib.rs", "inside");
+    // A file of the bundle replaced by a refused link comes back as it was.
+    std::fs::remove_file(tree.join("notes.txt")).expect("rm");
+    link("/etc/passwd", "notes.txt");
+    write(tree, "src/new.rs", b"fn new() {}\n");
+
+    let patch = super::patch_of(root.path(), MAX_PATCH_BYTES)
+        .await
+        .expect("patch");
+    let text = String::from_utf8_lossy(&patch.diff);
+    for refused in [
+        "/etc/shadow",
+        "/etc/passwd",
+        "outside",
+        "../.git",
+        "up/secret",
+    ] {
+        assert!(!text.contains(refused), "{refused} in the patch:\n{text}");
+    }
+    let paths: Vec<&str> = patch
+        .summary
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
+    assert_eq!(paths, ["inside", "src/new.rs"]);
+    let left: Vec<(&str, LeftOutReason, Option<&str>)> = patch
+        .summary
+        .left_out
+        .iter()
+        .map(|l| (l.path.as_str(), l.reason, l.target.as_deref()))
+        .collect();
+    assert_eq!(
+        left,
+        [
+            (
+                "docs/assets",
+                LeftOutReason::SymlinkIntoGit,
+                Some("../.git")
+            ),
+            ("leak", LeftOutReason::SymlinkAbsolute, Some("/etc/shadow")),
+            (
+                "notes.txt",
+                LeftOutReason::SymlinkAbsolute,
+                Some("/etc/passwd")
+            ),
+            ("up", LeftOutReason::SymlinkEscapes, Some("..")),
+            ("via_up", LeftOutReason::SymlinkEscapes, Some("up/secret")),
+            ("x", LeftOutReason::SymlinkEscapes, Some("../../outside")),
+        ]
+    );
+    assert_eq!(
+        std::fs::read(tree.join("notes.txt")).expect("restored"),
+        b"user notes\n"
+    );
+    assert!(
+        tree.join("docs/own").symlink_metadata().is_ok(),
+        "the bundle's own link stays"
+    );
+    let result = patch_result("s1", &patch.summary, &Ending::Finished);
+    let EventBody::Result(result) = result else {
+        panic!("not a result");
+    };
+    let words = result.result.unwrap_or_default();
+    assert!(
+        words.contains("Refused symlinks")
+            && words.contains("-  leak -> /etc/shadow (its target is an absolute path)"),
+        "{words}"
+    );
+}
