@@ -65,6 +65,8 @@ pub struct Config {
     pub session_token_budget: u64,
     /// API requests per token.
     pub rate_limits: crate::ratelimit::RateLimits,
+    /// Bundle grace period, retention interval, per-user bundle quota.
+    pub retention: crate::retention::RetentionConfig,
 }
 
 impl Config {
@@ -88,6 +90,7 @@ impl Config {
             max_running_sessions: 16,
             session_token_budget: 5_000_000,
             rate_limits: crate::ratelimit::RateLimits::default(),
+            retention: crate::retention::RetentionConfig::default(),
         }
     }
 

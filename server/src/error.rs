@@ -26,6 +26,9 @@ pub enum ApiError {
     Conflict { code: &'static str, message: String },
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// The user's bundle storage quota would be exceeded (413 `quota_exceeded`).
+    #[error("{0}")]
+    QuotaExceeded(String),
     #[error("{0}")]
     TooManyRequests(String),
     #[error(transparent)]
@@ -70,6 +73,7 @@ impl ApiError {
             ApiError::BadRequest { code, .. } => (StatusCode::BAD_REQUEST, code),
             ApiError::Conflict { code, .. } => (StatusCode::CONFLICT, code),
             ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
+            ApiError::QuotaExceeded(_) => (StatusCode::PAYLOAD_TOO_LARGE, "quota_exceeded"),
             ApiError::TooManyRequests(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             ApiError::Store(StoreError::NotFound(_)) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::Store(StoreError::AlreadyExists(_)) => (StatusCode::CONFLICT, "exists"),
@@ -136,6 +140,7 @@ mod tests {
                 "invalid_event",
             ),
             (ApiError::PayloadTooLarge("big".into()), 413, "too_large"),
+            (ApiError::QuotaExceeded("full".into()), 413, "quota_exceeded"),
         ];
         for (error, status, code) in cases {
             let (s, c) = error.status_and_code();

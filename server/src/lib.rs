@@ -17,6 +17,7 @@ pub mod openapi;
 pub mod orchestrator;
 pub mod pages;
 pub mod ratelimit;
+pub mod retention;
 pub mod runner;
 pub mod sessions;
 pub mod state;
@@ -71,6 +72,7 @@ pub async fn start(
 ) -> Result<AppState, store::StoreError> {
     let store = open(&config).await?;
     let state = AppState::new(config, store);
+    retention::spawn(state.clone());
     let config = state.config.clone();
     match runner::select(config.runner, &config.agent_binary, &config.instance_id()).await {
         Ok(runner) => {

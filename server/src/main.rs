@@ -88,6 +88,35 @@ struct ServeArgs {
     /// (0: no limit).
     #[arg(long, env = "ULTRAPLAN_READ_RATE_LIMIT", default_value_t = 2000)]
     read_rate_limit: u32,
+    #[command(flatten)]
+    retention: RetentionArgs,
+}
+
+/// Retention of bundles and logins, and the per-user bundle quota.
+#[derive(clap::Args)]
+struct RetentionArgs {
+    /// Most bundle storage (archives plus unpacked trees) one user may hold, in bytes or with
+    /// a unit (10GiB, 512M); 0: no limit.
+    #[arg(long, env = "ULTRAPLAN_BUNDLE_QUOTA", default_value = "10GiB",
+        value_parser = ultraplan_server::retention::parse_size)]
+    bundle_quota: u64,
+    /// Seconds a bundle that no session uses is kept after its upload.
+    #[arg(long, env = "ULTRAPLAN_BUNDLE_GRACE_SECS", default_value_t = 86_400)]
+    bundle_grace_secs: u64,
+    /// Seconds between retention passes (0: never delete anything).
+    #[arg(long, env = "ULTRAPLAN_RETENTION_INTERVAL_SECS", default_value_t = 600)]
+    retention_interval_secs: u64,
+}
+
+impl RetentionArgs {
+    fn config(&self) -> ultraplan_server::retention::RetentionConfig {
+        use std::time::Duration;
+        ultraplan_server::retention::RetentionConfig {
+            bundle_grace: Duration::from_secs(self.bundle_grace_secs),
+            interval: Duration::from_secs(self.retention_interval_secs),
+            bundle_quota_bytes: self.bundle_quota,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -139,6 +168,7 @@ fn apply_serve_args(config: &mut Config, args: ServeArgs) {
         writes: ultraplan_server::ratelimit::RateLimit::per_second(args.rate_limit),
         reads: ultraplan_server::ratelimit::RateLimit::per_second(args.read_rate_limit),
     };
+    config.retention = args.retention.config();
     if let Some(agent) = args.agent_bin {
         config.agent_binary = agent;
     }

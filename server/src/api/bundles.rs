@@ -63,6 +63,9 @@ pub async fn put(
 ) -> ApiResult<Json<BundleUploaded>> {
     check_sha(&sha)?;
     check_headers(&headers, state.config.bundle_limits.max_archive_bytes)?;
+    // The user's storage quota, checked before the body is read and again once it is
+    // unpacked; retention leaves this bundle's files alone meanwhile.
+    let quota = crate::retention::Quota::check(&state, &user.id, &sha, &headers).await?;
     let stats = ingest(&state, &sha, body).await?;
     let row = BundleRow {
         sha256: stats.sha256.clone(),
@@ -71,7 +74,7 @@ pub async fn put(
         unpacked_bytes: i64::try_from(stats.unpacked_bytes).unwrap_or(i64::MAX),
         created_at: now_ms(),
     };
-    state.store.put_bundle(&user.id, &row).await?;
+    quota.record(&state, &user.id, &row).await?;
     tracing::info!(sha256 = %sha, files = stats.files, bytes = stats.archive_bytes, "bundle stored");
     Ok(Json(BundleUploaded {
         bundle_id: stats.sha256,

@@ -6,6 +6,7 @@
 
 mod models;
 mod postgres;
+mod retention;
 mod sql;
 mod sqlite;
 
@@ -20,6 +21,7 @@ pub use models::{
     SessionRow, TokenRow, UserRow,
 };
 pub use postgres::PostgresStore;
+pub use retention::{Admission, Collected, stored_bytes};
 pub use sqlite::SqliteStore;
 
 /// Errors from the store.
@@ -81,6 +83,36 @@ pub trait Store: Send + Sync + 'static {
     async fn put_bundle(&self, user_id: &str, bundle: &BundleRow) -> StoreResult<()>;
     /// The bundle, if `user_id` uploaded it.
     async fn owned_bundle(&self, user_id: &str, sha256: &str) -> StoreResult<Option<BundleRow>>;
+    /// Bytes (archive plus unpacked tree) of every bundle `user_id` holds.
+    async fn bundle_bytes_used(&self, user_id: &str) -> StoreResult<u64> {
+        retention::bytes_used(&self.pool(), user_id).await
+    }
+    /// Like [`Store::put_bundle`], unless holding it takes `user_id` over `quota` bytes (0: no
+    /// limit); holding it already refreshes the holding's age.
+    async fn put_bundle_within_quota(
+        &self,
+        user_id: &str,
+        bundle: &BundleRow,
+        quota: u64,
+    ) -> StoreResult<Admission> {
+        retention::put_within_quota(&self.pool(), user_id, bundle, quota).await
+    }
+    /// Whether anyone holds or uses bundle `sha256` (its row exists).
+    async fn bundle_known(&self, sha256: &str) -> StoreResult<bool> {
+        retention::bundle_known(&self.pool(), sha256).await
+    }
+    /// One retention pass at `now` (ms): holdings older than `grace_ms` that no session of
+    /// their user uses are dropped; bundles nobody holds or uses are deleted (except those
+    /// `busy` names) and returned, for their files to be removed; expired or used login
+    /// links and expired browser sessions are deleted.
+    async fn collect_garbage(
+        &self,
+        now: i64,
+        grace_ms: i64,
+        busy: &(dyn for<'s> Fn(&'s str) -> bool + Sync),
+    ) -> StoreResult<Collected> {
+        retention::collect(&self.pool(), now, grace_ms, busy).await
+    }
 
     // --- sessions and events ---
     /// Create a session and append its first events in one transaction.

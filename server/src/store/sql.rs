@@ -82,6 +82,23 @@ macro_rules! impl_store {
             })
         }
 
+        /// Take the row lock of `user_id`'s holding of `bundle` for a session about to use
+        /// it; retention drops a holding only under the same lock after checking for
+        /// sessions, so the two never cross. The bundle is gone (or was never held): not found.
+        async fn hold_bundle(tx: &mut Tx, user_id: &str, bundle: &str) -> StoreResult<()> {
+            let held = sqlx::query(
+                "UPDATE bundle_owners SET created_at = created_at WHERE sha256 = $1 AND user_id = $2",
+            )
+            .bind(bundle)
+            .bind(user_id)
+            .execute(&mut **tx)
+            .await?;
+            if held.rows_affected() == 0 {
+                return Err(StoreError::NotFound("bundle"));
+            }
+            Ok(())
+        }
+
         fn plan_from_row(row: &DbRow) -> StoreResult<PlanRow> {
             let status: String = row.try_get("status")?;
             let decision: Option<String> = row.try_get("decision")?;
@@ -467,6 +484,9 @@ macro_rules! impl_store {
             ) -> StoreResult<(SessionRow, Vec<Event>)> {
                 let now = now_ms();
                 let mut tx = self.write_tx().await?;
+                if let Some(bundle) = &new.bundle_id {
+                    hold_bundle(&mut tx, &new.user_id, bundle).await?;
+                }
                 sqlx::query(
                     "INSERT INTO sessions (id, user_id, title, bundle_id, status, context, usage, \
                      created_at, updated_at, last_activity_at) \

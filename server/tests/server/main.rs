@@ -8,6 +8,8 @@ mod bundles;
 mod decisions;
 mod events;
 mod execution;
+mod quota;
 mod sandbox;
+mod retention;
 mod store_suite;
 mod support;
