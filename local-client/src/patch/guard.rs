@@ -146,8 +146,9 @@ pub fn check_patch(files: &[FilePatch]) -> Vec<Refusal> {
 }
 
 /// The rules against a tree: `is_symlink(path)` says whether a repository-relative path is a
-/// symlink there. No path may be written through one, and no new symlink may point through
-/// one (its real target could then be anywhere).
+/// symlink there. No path may be written through one, no new symlink may point through one
+/// (its real target could then be anywhere), and none may be moved or copied without its
+/// target in the patch (a relative target means something else from another directory).
 pub fn check_tree(files: &[FilePatch], is_symlink: &dyn Fn(&str) -> bool) -> Vec<Refusal> {
     let mut refusals = Vec::new();
     for file in files {
@@ -158,6 +159,19 @@ pub fn check_tree(files: &[FilePatch], is_symlink: &dyn Fn(&str) -> bool) -> Vec
                     format!("written through the existing symlink {link}"),
                 ));
             }
+        }
+        if let Some(from) = file.from.as_deref()
+            && !file.symlink
+            && path_problem(from).is_none()
+            && is_symlink(from)
+        {
+            refusals.push(Refusal::new(
+                &file.path,
+                format!(
+                    "moves or copies the symlink {from} without spelling out its target, which \
+                     could then lead elsewhere"
+                ),
+            ));
         }
         let target = file.link_target.as_deref().filter(|_| file.symlink);
         if let Some(Ok(visited)) = target.map(|t| resolve_target(&file.path, t))

@@ -170,20 +170,23 @@ fn against_a_tree() {
         file("vendor"),
         link("shortcut", "vendor/lib"),
         link("ok", "docs/readme.md"),
+        FilePatch {
+            from: Some("vendor".into()),
+            change: FileChange::Modified,
+            ..file("deep/moved")
+        },
     ];
     let got = check_tree(&files, &is_symlink);
     let paths: Vec<&str> = got.iter().map(|r| r.path.as_str()).collect();
     assert_eq!(
         paths,
-        ["docs/assets/hooks/pre-commit", "shortcut"],
+        ["deep/moved", "docs/assets/hooks/pre-commit", "shortcut"],
         "{got:?}"
     );
-    assert!(got[0].reason.contains("existing symlink docs/assets"));
-    assert!(
-        got[1]
-            .reason
-            .contains("goes through the existing symlink vendor")
-    );
+    assert!(got[0].reason.contains("moves or copies the symlink vendor"));
+    assert!(got[1].reason.contains("existing symlink docs/assets"));
+    let through = "goes through the existing symlink vendor";
+    assert!(got[2].reason.contains(through));
 }
 
 #[test]

@@ -43,7 +43,9 @@ pub fn headline(id: &str, files: &[FilePatch], bytes: usize) -> String {
 
 /// The size of a file's change: `+3 −1`, `binary`, `mode changed`, with its kind.
 pub fn detail(file: &FilePatch) -> String {
-    let size = if file.binary {
+    let size = if let Some(target) = file.link_target.as_ref().filter(|_| file.symlink) {
+        format!("symlink to {target}")
+    } else if file.binary {
         "binary".to_owned()
     } else if file.change == FileChange::TypeChanged {
         "mode changed".to_owned()
@@ -198,6 +200,14 @@ mod tests {
             (
                 file("b", FileChange::Modified, Some("a"), false),
                 "renamed from a, +3 −1",
+            ),
+            (
+                FilePatch {
+                    symlink: true,
+                    link_target: Some("../logo.png".into()),
+                    ..file("l", FileChange::Added, None, false)
+                },
+                "new file, symlink to ../logo.png",
             ),
         ];
         for (file, want) in cases {

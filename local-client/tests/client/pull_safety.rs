@@ -311,7 +311,9 @@ fn a_benign_patch_with_a_symlink_inside_the_repository_still_applies() {
     let server = server_with(&repo, patch);
     let run = pull(&home, &server, &repo.path, &[]);
     assert_eq!(run.code, 0, "{run}");
-    assert!(line_of(&run, "docs/logo.png").contains("applied"), "{run}");
+    let line = line_of(&run, "docs/logo.png");
+    assert!(line.contains("applied"), "{run}");
+    assert!(line.contains("new file, symlink to ../logo.png"), "{run}");
     let target = std::fs::read_link(repo.path.join("docs/logo.png")).unwrap();
     assert_eq!(target, Path::new("../logo.png"));
 }
@@ -362,4 +364,27 @@ fn an_oversized_download_is_refused_with_the_cap_named() {
             .count(),
         2
     );
+}
+
+#[test]
+fn moving_a_symlink_without_its_target_in_the_patch_is_refused() {
+    let home = Home::new();
+    let repo = Repo::new(home.path());
+    std::fs::create_dir_all(repo.path.join("a/b")).unwrap();
+    std::os::unix::fs::symlink("../x", repo.path.join("a/b/up")).unwrap();
+    repo.commit_all("a link inside");
+    let base = repo.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let repo = Repo { base, ..repo };
+    // Renamed to the top, `../x` would lead out of the repository.
+    let patch = repo.patch(|dir| {
+        std::fs::rename(dir.join("a/b/up"), dir.join("up")).unwrap();
+    });
+    assert!(String::from_utf8_lossy(&patch).contains("rename from a/b/up"));
+    let server = server_with(&repo, patch);
+    let before = everything(&repo);
+    for flags in [&[][..], &["--worktree"]] {
+        let run = pull(&home, &server, &repo.path, flags);
+        assert_untouched(&repo, &before, &run);
+        refused(&run, "up", "moves or copies the symlink a/b/up");
+    }
 }

@@ -52,15 +52,19 @@ pub async fn command(client: &Client, args: &PullArgs) -> anyhow::Result<ExitCod
         println!("The remote execution changed nothing.");
         return Ok(ExitCode::SUCCESS);
     }
-    let pulled = Pulled {
-        id,
-        args,
-        headline: report::headline(id, &files, bytes.len()),
-        base: session.session_context.base.commit.clone(),
-        repo,
-        files,
-        patch: bytes,
-    };
+    let pulled =
+        Pulled {
+            id,
+            args,
+            headline: report::headline(id, &files, bytes.len()),
+            // A commit id from the server: hex or nothing (it is printed and handed to git).
+            base: session.session_context.base.commit.clone().filter(|c| {
+                (4..=64).contains(&c.len()) && c.chars().all(|c| c.is_ascii_hexdigit())
+            }),
+            repo,
+            files,
+            patch: bytes,
+        };
     pulled.run()
 }
 
