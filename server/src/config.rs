@@ -63,8 +63,10 @@ pub struct Config {
     pub max_running_sessions: usize,
     /// Tokens a session may spend before it is stopped.
     pub session_token_budget: u64,
-    /// API requests per token.
+    /// Requests per user, and per client address for requests that do not authenticate.
     pub rate_limits: crate::ratelimit::RateLimits,
+    /// Header and body deadlines, minimum body rate, concurrent upload slots.
+    pub request_limits: crate::ratelimit::RequestLimits,
     /// Bundle grace period, retention interval, per-user bundle quota.
     pub retention: crate::retention::RetentionConfig,
 }
@@ -90,6 +92,7 @@ impl Config {
             max_running_sessions: 16,
             session_token_budget: 5_000_000,
             rate_limits: crate::ratelimit::RateLimits::default(),
+            request_limits: crate::ratelimit::RequestLimits::default(),
             retention: crate::retention::RetentionConfig::default(),
         }
     }

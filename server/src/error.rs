@@ -31,6 +31,14 @@ pub enum ApiError {
     QuotaExceeded(String),
     #[error("{0}")]
     TooManyRequests(String),
+    /// 408, 429 or 503 with a stable code, and how long to wait before retrying.
+    #[error("{message}")]
+    Throttled {
+        status: StatusCode,
+        code: &'static str,
+        message: String,
+        retry_after: Option<std::time::Duration>,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -75,6 +83,7 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
             ApiError::QuotaExceeded(_) => (StatusCode::PAYLOAD_TOO_LARGE, "quota_exceeded"),
             ApiError::TooManyRequests(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            ApiError::Throttled { status, code, .. } => (*status, code),
             ApiError::Store(StoreError::NotFound(_)) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::Store(StoreError::AlreadyExists(_)) => (StatusCode::CONFLICT, "exists"),
             ApiError::Store(_) | ApiError::Internal(_) => {
@@ -106,7 +115,14 @@ impl IntoResponse for ApiError {
                 message,
             },
         };
+        let retry_after = match &self {
+            ApiError::Throttled { retry_after, .. } => *retry_after,
+            _ => None,
+        };
         let mut response = (status, Json(body)).into_response();
+        if let Some(wait) = retry_after {
+            response = crate::ratelimit::with_retry_after(response, wait);
+        }
         if status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()
@@ -140,7 +156,11 @@ mod tests {
                 "invalid_event",
             ),
             (ApiError::PayloadTooLarge("big".into()), 413, "too_large"),
-            (ApiError::QuotaExceeded("full".into()), 413, "quota_exceeded"),
+            (
+                ApiError::QuotaExceeded("full".into()),
+                413,
+                "quota_exceeded",
+            ),
         ];
         for (error, status, code) in cases {
             let (s, c) = error.status_and_code();

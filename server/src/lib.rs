@@ -19,6 +19,7 @@ pub mod pages;
 pub mod ratelimit;
 pub mod retention;
 pub mod runner;
+mod serve;
 pub mod sessions;
 pub mod state;
 pub mod store;
@@ -40,9 +41,11 @@ pub use state::AppState;
 /// The whole application.
 pub fn router(state: AppState) -> Router {
     let limited = axum::middleware::from_fn_with_state(state.clone(), ratelimit::limit);
+    let timed = axum::middleware::from_fn_with_state(state.clone(), ratelimit::deadline);
     api::routes(state.config.max_json_body)
         .merge(pages::routes())
         .layer(limited)
+        .layer(timed)
         .layer(TraceLayer::new_for_http())
         .layer(SetSensitiveRequestHeadersLayer::new([
             AUTHORIZATION,
@@ -52,16 +55,17 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serve until `shutdown` resolves, then finish in-flight requests.
+/// Serve until `shutdown` resolves, then finish in-flight requests. Each connection must send
+/// a request's headers within the configured header timeout (idle keep-alive connections are
+/// closed after it too); each request carries its peer address as `ConnectInfo<SocketAddr>`.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let header_timeout = state.config.request_limits.header_timeout;
     let app = router(state);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    serve::run(listener, app, header_timeout, shutdown).await
 }
 
 /// Open the store, pick a sandbox runner, and start the orchestrator; sessions a previous

@@ -33,7 +33,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the HTTP server.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Apply database migrations and exit.
     Migrate,
     /// Manage users.
@@ -88,6 +88,12 @@ struct ServeArgs {
     /// (0: no limit).
     #[arg(long, env = "ULTRAPLAN_READ_RATE_LIMIT", default_value_t = 2000)]
     read_rate_limit: u32,
+    /// Requests per second from one client address that do not authenticate (unknown
+    /// tokens, login forms and links), with bursts of ten seconds' worth (0: no limit).
+    #[arg(long, env = "ULTRAPLAN_ANON_RATE_LIMIT", default_value_t = 10)]
+    anon_rate_limit: u32,
+    #[command(flatten)]
+    request_limits: RequestLimitArgs,
     #[command(flatten)]
     retention: RetentionArgs,
 }
@@ -118,6 +124,54 @@ impl RetentionArgs {
         }
     }
 }
+
+/// Deadlines and bounds on requests as they arrive.
+#[derive(clap::Args)]
+struct RequestLimitArgs {
+    /// Seconds a connection has to send a request's headers (and idle keep-alive time).
+    #[arg(long, env = "ULTRAPLAN_HEADER_TIMEOUT_SECS", default_value_t = 30)]
+    header_timeout_secs: u64,
+    /// Seconds a request body (a bundle upload included) may take in all.
+    #[arg(long, env = "ULTRAPLAN_BODY_TIMEOUT_SECS", default_value_t = 900)]
+    body_timeout_secs: u64,
+    /// Slowest average rate a request body may arrive at, in bytes per second, checked
+    /// after the grace period (0: no minimum).
+    #[arg(long, env = "ULTRAPLAN_BODY_MIN_RATE", default_value_t = 4096)]
+    body_min_rate: u64,
+    /// Seconds before the minimum rate applies.
+    #[arg(long, env = "ULTRAPLAN_BODY_GRACE_SECS", default_value_t = 10)]
+    body_grace_secs: u64,
+    /// Bundle uploads one user may have in progress at once (more get 429).
+    #[arg(long, env = "ULTRAPLAN_UPLOADS_PER_USER", default_value_t = 4)]
+    uploads_per_user: usize,
+    /// Bundle uploads the server receives at once (more wait briefly, then get 503).
+    #[arg(long, env = "ULTRAPLAN_MAX_UPLOADS", default_value_t = 32)]
+    max_uploads: usize,
+}
+
+impl RequestLimitArgs {
+    fn limits(&self) -> ultraplan_server::ratelimit::RequestLimits {
+        use std::time::Duration;
+        use ultraplan_server::ratelimit::{BodyDeadline, RequestLimits, UploadSlots};
+        RequestLimits {
+            header_timeout: Duration::from_secs(self.header_timeout_secs.max(1)),
+            body: BodyDeadline {
+                total: Duration::from_secs(self.body_timeout_secs.max(1)),
+                min_bytes_per_second: self.body_min_rate,
+                grace: Duration::from_secs(self.body_grace_secs),
+            },
+            uploads: UploadSlots {
+                per_user: self.uploads_per_user.max(1),
+                global: self.max_uploads.max(1),
+                ..UploadSlots::default()
+            },
+        }
+    }
+}
+
+/// Threads the runtime may start for blocking work (file IO, bundle validation). Uploads hold
+/// at most `--max-uploads` of them; the rest is headroom for everything else.
+const MAX_BLOCKING_THREADS: usize = 128;
 
 #[derive(Subcommand)]
 enum UserCommand {
@@ -167,7 +221,9 @@ fn apply_serve_args(config: &mut Config, args: ServeArgs) {
     config.rate_limits = ultraplan_server::ratelimit::RateLimits {
         writes: ultraplan_server::ratelimit::RateLimit::per_second(args.rate_limit),
         reads: ultraplan_server::ratelimit::RateLimit::per_second(args.read_rate_limit),
+        anonymous: ultraplan_server::ratelimit::RateLimit::per_second(args.anon_rate_limit),
     };
+    config.request_limits = args.request_limits.limits();
     config.retention = args.retention.config();
     if let Some(agent) = args.agent_bin {
         config.agent_binary = agent;
@@ -208,8 +264,16 @@ async fn shutdown_signal() {
     tracing::info!("shutting down");
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(MAX_BLOCKING_THREADS)
+        .build()
+        .context("starting the async runtime")?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("ULTRAPLAN_LOG")
@@ -221,7 +285,7 @@ async fn main() -> anyhow::Result<()> {
     let mut config = base_config(&cli);
     match cli.command {
         Command::Serve(args) => {
-            apply_serve_args(&mut config, args);
+            apply_serve_args(&mut config, *args);
             serve(config).await
         }
         Command::Migrate => {

@@ -20,7 +20,7 @@ pub struct AppState {
     pub orchestrator: Option<Orchestrator>,
     /// Why no agent can run, when `orchestrator` is `None`.
     pub runner_problem: Option<String>,
-    /// Request buckets per API token.
+    /// Request buckets per user and per client address, and upload slots.
     pub rate_limiters: Arc<Limiters>,
 }
 
@@ -28,7 +28,10 @@ impl AppState {
     /// State over an opened store.
     pub fn new(config: Config, store: Arc<dyn Store>) -> Self {
         AppState {
-            rate_limiters: Arc::new(Limiters::new(config.rate_limits)),
+            rate_limiters: Arc::new(Limiters::new(
+                config.rate_limits,
+                config.request_limits.uploads,
+            )),
             config: Arc::new(config),
             store,
             hub: Arc::new(EventHub::default()),

@@ -47,12 +47,22 @@ pub async fn head(
 }
 
 /// Upload a gzip'd tar. Hostile archives are refused with 4xx and leave nothing behind.
+///
+/// The body must arrive within the server's deadline and at its minimum rate; each user may
+/// upload a few bundles at once.
 #[utoipa::path(put, path = "/v1/bundles/{sha256}", tag = "bundles",
     params(("sha256" = String, Path, description = "sha256 of the .tar.gz")),
     request_body(content = Vec<u8>, content_type = "application/gzip"),
     responses((status = 200, body = BundleUploaded),
         (status = 400, body = ultraplan_protocol::api::ErrorBody),
-        (status = 413, body = ultraplan_protocol::api::ErrorBody)),
+        (status = 408, description = "the body arrived too slowly (`upload_too_slow`) or not \
+            within the deadline (`body_deadline`)", body = ultraplan_protocol::api::ErrorBody),
+        (status = 413, body = ultraplan_protocol::api::ErrorBody),
+        (status = 429, description = "too many requests (`rate_limited`), or this user already \
+            has as many uploads in progress as allowed (`too_many_uploads`); see Retry-After",
+            body = ultraplan_protocol::api::ErrorBody),
+        (status = 503, description = "the server is receiving as many uploads as it can \
+            (`uploads_busy`); see Retry-After", body = ultraplan_protocol::api::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn put(
     State(state): State<AppState>,
@@ -66,6 +76,9 @@ pub async fn put(
     // The user's storage quota, checked before the body is read and again once it is
     // unpacked; retention leaves this bundle's files alone meanwhile.
     let quota = crate::retention::Quota::check(&state, &user.id, &sha, &headers).await?;
+    // Held until the bundle is stored or refused; taken before the body is read or a
+    // blocking thread is used.
+    let _slot = state.rate_limiters.uploads.acquire(&user.id).await?;
     let stats = ingest(&state, &sha, body).await?;
     let row = BundleRow {
         sha256: stats.sha256.clone(),

@@ -2,15 +2,20 @@
 //! SHA-256 hash and compared in constant time, and a per-session CSRF token checked on every
 //! form. Login links use the same `<id>.<secret>` shape.
 
+use std::time::Duration;
+
 use axum::extract::{Form, FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::db::{self, WebSessionRow};
 use super::error::{PageError, PageResult};
+use super::templates::{ErrorPage, Layout, render};
+use crate::ratelimit::ClientAddr;
 use crate::state::AppState;
 use crate::store::now_ms;
 
@@ -214,7 +219,9 @@ pub trait CsrfForm {
 }
 
 /// A posted form from the logged-in user whose CSRF token checked out. Forms from other sites
-/// (`Sec-Fetch-Site: cross-site`) are refused before their token is looked at.
+/// (`Sec-Fetch-Site: cross-site`) are refused before their token is looked at. Each user's
+/// posts count against their write bucket; posts without a live session against the client
+/// address's bucket.
 pub struct Posted<T> {
     pub user: WebUser,
     pub form: T,
@@ -224,25 +231,57 @@ impl<T> FromRequest<AppState> for Posted<T>
 where
     T: DeserializeOwned + CsrfForm + Send,
 {
-    type Rejection = PageError;
+    type Rejection = Response;
 
-    async fn from_request(req: Request, state: &AppState) -> PageResult<Self> {
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Response> {
         let (mut parts, body) = req.into_parts();
-        let user = WebUser::from_request_parts(&mut parts, state).await?;
+        let user = match WebUser::from_request_parts(&mut parts, state).await {
+            Ok(user) => user,
+            Err(error) => {
+                let refused = limit_anonymous(state, ClientAddr::of(&parts.extensions));
+                return Err(refused.unwrap_or_else(|| error.into_response()));
+            }
+        };
+        if let Err(retry_after) = state.rate_limiters.check_user(&parts.method, &user.id) {
+            return Err(too_many_page(retry_after));
+        }
         if parts
             .headers
             .get("sec-fetch-site")
             .is_some_and(|v| v.as_bytes() == b"cross-site")
         {
-            return Err(PageError::Forbidden("cross-site form posts are refused"));
+            return Err(PageError::Forbidden("cross-site form posts are refused").into_response());
         }
         let req = Request::from_parts(parts, body);
         let Form(form) = Form::<T>::from_request(req, state)
             .await
-            .map_err(|e| PageError::BadRequest(e.body_text()))?;
-        user.check_csrf(form.csrf())?;
+            .map_err(|e| PageError::BadRequest(e.body_text()).into_response())?;
+        user.check_csrf(form.csrf())
+            .map_err(IntoResponse::into_response)?;
         Ok(Posted { user, form })
     }
+}
+
+/// Count a request that does not authenticate against its client address's bucket; the
+/// refusal page when it is over the limit.
+pub fn limit_anonymous(state: &AppState, client: ClientAddr) -> Option<Response> {
+    state
+        .rate_limiters
+        .check_anonymous(client)
+        .err()
+        .map(too_many_page)
+}
+
+/// 429 as a page, with `Retry-After`.
+pub fn too_many_page(retry_after: Duration) -> Response {
+    let seconds = crate::ratelimit::retry_seconds(retry_after);
+    let page = ErrorPage {
+        layout: Layout::anonymous("Too many requests"),
+        status: 429,
+        message: format!("Too many requests in a short time. Try again in {seconds} s."),
+        show_login: false,
+    };
+    crate::ratelimit::with_retry_after(render(StatusCode::TOO_MANY_REQUESTS, &page), retry_after)
 }
 
 #[cfg(test)]

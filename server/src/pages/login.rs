@@ -1,5 +1,6 @@
-//! Logging in: one-time links minted over the API (`ultraplan open ID`), a token form, and
-//! logging out.
+//! Logging in: one-time links minted over the API (`ultraplan open ID`), confirmed first when
+//! they could be a login CSRF, a token form, and logging out. Attempts are limited per client
+//! address.
 
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
@@ -8,15 +9,18 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::{Deserialize, Serialize};
 
+mod confirm;
+
 use super::auth::{
-    Posted, SESSION_TTL_MS, cookie, cookie_name, current, hash, random_hex, safe_next, same,
-    secure, set_cookie, split_token, start_session,
+    Posted, SESSION_TTL_MS, cookie, cookie_name, current, hash, limit_anonymous, random_hex,
+    safe_next, same, secure, set_cookie, split_token, start_session,
 };
 use super::db::{self, LinkRow};
 use super::error::{PageError, PageResult};
 use super::templates::{Layout, LoginPage, render};
 use crate::auth::AuthUser;
 use crate::error::{ApiError, ApiResult};
+use crate::ratelimit::ClientAddr;
 use crate::state::AppState;
 use crate::store::{format_ms, now_ms};
 
@@ -111,24 +115,55 @@ fn logged_in(state: &AppState, cookie_value: &str, next: &str) -> Response {
     response
 }
 
-/// `GET /login/{token}`: spend a one-time link and start a browser session.
+/// `GET /login/{token}`: spend a one-time link and start a browser session; or, when the
+/// link comes from another site or is for someone other than the logged-in user, ask first
+/// (the link stays unspent until the confirming post).
 pub async fn exchange(
     State(state): State<AppState>,
+    client: ClientAddr,
+    headers: HeaderMap,
     Path(token): Path<String>,
 ) -> PageResult<Response> {
-    let (id, secret) = split_token(&token).ok_or(PageError::LinkInvalid)?;
-    let db = db::of(&state).await?;
-    let now = now_ms();
-    let link = db
-        .usable_link(id, now)
-        .await?
-        .ok_or(PageError::LinkInvalid)?;
-    if !same(&hash(secret), &link.hash) || !db.use_link(id, now).await? {
-        return Err(PageError::LinkInvalid);
+    if let Some(refused) = limit_anonymous(&state, client) {
+        return Ok(refused);
     }
+    let link = usable(&state, &token).await?;
+    let current = current(&state, &headers).await?;
+    let site = confirm::fetch_site(&headers);
+    if confirm::must_confirm(site, current.as_ref().map(|u| u.id.as_str()), &link.user_id) {
+        let cross_site = confirm::from_elsewhere(site);
+        let (page, form_token) =
+            confirm::page(&state, current.as_ref(), &link, &token, cross_site).await?;
+        tracing::info!(link_user = %link.user_id, cross_site, "login link needs confirmation");
+        return Ok(with_form_cookie(&state, page, &form_token));
+    }
+    spend(&state, &link).await?;
     let (_, value) = start_session(&state, &link.user_id).await?;
     tracing::info!(user_id = %link.user_id, "browser login by link");
     Ok(logged_in(&state, &value, &link.next_path))
+}
+
+/// The link `<id>.<secret>` names, if it is unused, unexpired and its secret matches.
+async fn usable(state: &AppState, token: &str) -> PageResult<LinkRow> {
+    let (id, secret) = split_token(token).ok_or(PageError::LinkInvalid)?;
+    let link = db::of(state)
+        .await?
+        .usable_link(id, now_ms())
+        .await?
+        .ok_or(PageError::LinkInvalid)?;
+    if !same(&hash(secret), &link.hash) {
+        return Err(PageError::LinkInvalid);
+    }
+    Ok(link)
+}
+
+/// Mark the link used; only one request can.
+async fn spend(state: &AppState, link: &LinkRow) -> PageResult<()> {
+    if db::of(state).await?.use_link(&link.id, now_ms()).await? {
+        Ok(())
+    } else {
+        Err(PageError::LinkInvalid)
+    }
 }
 
 /// Query and form of the token login.
@@ -138,6 +173,8 @@ pub struct LoginForm {
     pub csrf: String,
     pub token: String,
     pub next: String,
+    /// A login link's `<id>.<secret>`, posted from its confirmation page.
+    pub link: String,
 }
 
 fn login_page(state: &AppState, status: StatusCode, next: &str, error: Option<String>) -> Response {
@@ -148,9 +185,13 @@ fn login_page(state: &AppState, status: StatusCode, next: &str, error: Option<St
         next: safe_next(next).unwrap_or_else(|| "/".to_owned()),
         error,
     };
-    let mut response = render(status, &page);
-    let name = login_cookie(state);
-    let set = set_cookie(name, &token, 3600, secure(state), "Strict");
+    with_form_cookie(state, render(status, &page), &token)
+}
+
+/// Set the login form's double-submit cookie (SameSite=Strict: never sent by a post from
+/// another site).
+fn with_form_cookie(state: &AppState, mut response: Response, token: &str) -> Response {
+    let set = set_cookie(login_cookie(state), token, 3600, secure(state), "Strict");
     if let Ok(value) = HeaderValue::from_str(&set) {
         response.headers_mut().append(header::SET_COOKIE, value);
     }
@@ -179,31 +220,48 @@ pub async fn form(
     Ok(login_page(&state, StatusCode::OK, &query.next, None))
 }
 
-/// `POST /login`: check the pasted API token; its double-submitted form token guards against
-/// login CSRF.
+/// `POST /login`: check the pasted API token, or spend the login link a confirmation page
+/// posts back. The form's double-submitted token guards against login CSRF, and posts from
+/// other sites are refused outright.
 pub async fn submit(
     State(state): State<AppState>,
+    client: ClientAddr,
     headers: HeaderMap,
     Form(form): Form<LoginForm>,
 ) -> PageResult<Response> {
+    if let Some(refused) = limit_anonymous(&state, client) {
+        return Ok(refused);
+    }
     let expected = cookie(&headers, login_cookie(&state)).unwrap_or("");
     if expected.is_empty() || !same(expected, &form.csrf) {
         return Err(PageError::Forbidden(
             "the login form expired; reload it and try again",
         ));
     }
-    let Some(user) = crate::auth::verify(state.store.as_ref(), form.token.trim()).await? else {
-        let error = Some("That token is not valid. Check that you pasted all of it.".to_owned());
-        return Ok(login_page(
-            &state,
-            StatusCode::UNAUTHORIZED,
-            &form.next,
-            error,
-        ));
+    if confirm::from_elsewhere(confirm::fetch_site(&headers)) {
+        return Err(PageError::Forbidden("cross-site login posts are refused"));
+    }
+    let (user_id, next) = if form.link.is_empty() {
+        let Some(user) = crate::auth::verify(state.store.as_ref(), form.token.trim()).await? else {
+            let error =
+                Some("That token is not valid. Check that you pasted all of it.".to_owned());
+            return Ok(login_page(
+                &state,
+                StatusCode::UNAUTHORIZED,
+                &form.next,
+                error,
+            ));
+        };
+        tracing::info!(user = %user.name, "browser login by token");
+        (user.id, form.next)
+    } else {
+        let link = usable(&state, &form.link).await?;
+        spend(&state, &link).await?;
+        tracing::info!(user_id = %link.user_id, "browser login by confirmed link");
+        (link.user_id, link.next_path)
     };
-    let (_, value) = start_session(&state, &user.id).await?;
-    tracing::info!(user = %user.name, "browser login by token");
-    let mut response = logged_in(&state, &value, &form.next);
+    let (_, value) = start_session(&state, &user_id).await?;
+    let mut response = logged_in(&state, &value, &next);
     let clear = set_cookie(login_cookie(&state), "", 0, secure(&state), "Strict");
     if let Ok(value) = HeaderValue::from_str(&clear) {
         response.headers_mut().append(header::SET_COOKIE, value);

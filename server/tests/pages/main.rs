@@ -7,6 +7,8 @@ mod decisions;
 mod execution;
 mod flow;
 mod http;
+mod limits;
+mod login_csrf;
 mod security;
 mod support;
 mod xss;

@@ -347,6 +347,7 @@ async fn each_token_is_rate_limited_on_its_own() {
                 per_second: 1,
                 burst: 5,
             },
+            ..RateLimits::default()
         };
     })
     .await;
