@@ -104,7 +104,7 @@ pub async fn command(env: &Env, args: &LaunchArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn print_launched(launched: &Launched, review_url: &str) {
-    let id = &launched.session.id;
+    let id = &ultraplan::sanitize::line(&launched.session.id);
     let title = ultraplan::sanitize::line(&launched.session.title);
     println!("◇ ultraplan launched: {title}");
     println!(

@@ -162,7 +162,7 @@ impl Repl {
         let refreshed = self.current_state();
         self.guard.refresh(refreshed.as_ref());
         if let Err(busy) = self.guard.try_begin() {
-            println!("{}", busy.message());
+            println!("{}", ultraplan::sanitize::line(&busy.message()));
             return Ok(());
         }
         if !ui::confirm_launch(&self.settings.server).unwrap_or(false) {

@@ -4,6 +4,7 @@
 //! first `diff --git` — or one it reads differently, is refused: what the report shows and
 //! what git applies must be the same files.
 
+use std::borrow::Borrow;
 use std::collections::HashSet;
 
 use super::git::{Git, GitError};
@@ -64,7 +65,8 @@ pub fn parse_reading(out: &[u8]) -> Option<GitReading> {
 }
 
 /// The files git reads that the parser does not, or reads differently. Empty when they agree.
-pub fn compare(files: &[FilePatch], reading: &GitReading) -> Vec<Refusal> {
+pub fn compare<F: Borrow<FilePatch>>(files: &[F], reading: &GitReading) -> Vec<Refusal> {
+    let files: Vec<&FilePatch> = files.iter().map(Borrow::borrow).collect();
     let mut refusals = Vec::new();
     let ours: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
     for (i, seen) in reading.files.iter().enumerate() {
@@ -122,7 +124,11 @@ pub fn compare(files: &[FilePatch], reading: &GitReading) -> Vec<Refusal> {
 
 /// Runs git's reading of `patch` in `git`'s directory and compares it with `files`. A patch
 /// git cannot read at all is refused as a whole.
-pub fn check(git: &Git, patch: &[u8], files: &[FilePatch]) -> Result<Vec<Refusal>, GitError> {
+pub fn check<F: Borrow<FilePatch>>(
+    git: &Git,
+    patch: &[u8],
+    files: &[F],
+) -> Result<Vec<Refusal>, GitError> {
     let out = git.run_with_input(
         &[
             "apply",

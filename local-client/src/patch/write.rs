@@ -93,8 +93,7 @@ fn pick<'a>(
 /// once it writes); any other failure wrote nothing.
 fn run_apply(git: &Git, chosen: &[&FilePatch], three_way: bool) -> Result<(), GitError> {
     let patch: Vec<u8> = chosen.iter().flat_map(|f| f.text.iter().copied()).collect();
-    let owned: Vec<FilePatch> = chosen.iter().map(|f| (*f).clone()).collect();
-    let disagreements = crosscheck::check(git, &patch, &owned)?;
+    let disagreements = crosscheck::check(git, &patch, chosen)?;
     if let Some(r) = disagreements.first() {
         return Err(GitError::Refused(format!("{}: {}", r.path, r.reason)));
     }

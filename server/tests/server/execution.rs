@@ -416,3 +416,79 @@ async fn a_patch_stored_but_not_reported_is_reported_after_a_restart() {
             .starts_with("Remote execution stopped early (the server restarted)")
     );
 }
+
+/// Symlinks an execution agent leaves that escape the repository never reach the stored
+/// patch: the patch bytes lack them, the summary and the `result` list them with a reason.
+#[tokio::test]
+async fn escaping_symlinks_never_reach_the_stored_patch() {
+    use ultraplan_protocol::patch::LeftOutReason;
+    let server = TestServer::start(crate::support::Backend::Sqlite).await;
+    let token = server.user("a").await;
+    let session = server.session(&token, "link things").await;
+    let id = session["id"].as_str().expect("id").to_owned();
+    let state = &server.state;
+    let row = state.store.session(&id).await.expect("store").expect("row");
+    let bundle = ultraplan_server::bundles::bundle_dir(
+        &state.config.bundles_dir(),
+        row.bundle_id.as_deref().expect("bundle"),
+    );
+    let workspace = ultraplan_server::execution::workspace_of(state, &id);
+    workspace.prepare(&bundle, None).await.expect("prepare");
+    let tree = &workspace.tree;
+    for (target, path) in [
+        ("/etc/shadow", "leak"),
+        ("../.git", "docs/assets"),
+        ("../../outside", "x"),
+        ("README.md", "readme-link"),
+    ] {
+        if let Some(parent) = tree.join(path).parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::os::unix::fs::symlink(target, tree.join(path)).expect("symlink");
+    }
+    std::fs::write(
+        tree.join("src/auth.rs"),
+        "pub fn login() -> bool { true }\n",
+    )
+    .expect("edit");
+    ultraplan_server::execution::finish(state, &row, ultraplan_server::execution::Ending::Finished)
+        .await
+        .expect("finish");
+
+    let stored = state.store.patch(&id).await.expect("store").expect("patch");
+    let diff = String::from_utf8_lossy(&stored.diff);
+    for refused in ["leak", "/etc/shadow", "docs/assets", "../.git", "outside"] {
+        assert!(
+            !diff.contains(refused),
+            "{refused} in the stored patch:\n{diff}"
+        );
+    }
+    assert!(
+        diff.contains("readme-link") && diff.contains("src/auth.rs"),
+        "{diff}"
+    );
+    let listed: Vec<(&str, LeftOutReason)> = stored
+        .summary
+        .left_out
+        .iter()
+        .map(|l| (l.path.as_str(), l.reason))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("docs/assets", LeftOutReason::SymlinkIntoGit),
+            ("leak", LeftOutReason::SymlinkAbsolute),
+            ("x", LeftOutReason::SymlinkEscapes),
+        ]
+    );
+    let events = patch_result(&server, &token, &id).await;
+    let Some(EventBody::Result(result)) = events.last().map(|e| &e.body) else {
+        panic!("no result");
+    };
+    let text = result.result.as_deref().unwrap_or_default();
+    assert!(
+        text.contains("Refused symlinks") && text.contains("-  x -> ../../outside"),
+        "{text}"
+    );
+    assert_eq!(result.patch.as_ref(), Some(&stored.summary));
+}
