@@ -67,6 +67,8 @@ pub struct Config {
     pub rate_limits: crate::ratelimit::RateLimits,
     /// Header and body deadlines, minimum body rate, concurrent upload slots.
     pub request_limits: crate::ratelimit::RequestLimits,
+    /// Size cap of an execution workspace (a tmpfs where the server can mount one).
+    pub workspace_max_bytes: u64,
     /// Bundle grace period, retention interval, per-user bundle quota.
     pub retention: crate::retention::RetentionConfig,
 }
@@ -93,6 +95,7 @@ impl Config {
             session_token_budget: 5_000_000,
             rate_limits: crate::ratelimit::RateLimits::default(),
             request_limits: crate::ratelimit::RequestLimits::default(),
+            workspace_max_bytes: 2 * 1024 * 1024 * 1024,
             retention: crate::retention::RetentionConfig::default(),
         }
     }

@@ -78,6 +78,7 @@ pub async fn start(
     let state = AppState::new(config, store);
     retention::spawn(state.clone());
     let config = state.config.clone();
+    runner::tmpfs::set_workspace_cap(config.workspace_max_bytes);
     match runner::select(config.runner, &config.agent_binary, &config.instance_id()).await {
         Ok(runner) => {
             let mut settings = orchestrator::OrchestratorSettings::new(config.agent_binary.clone());

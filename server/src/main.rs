@@ -49,6 +49,10 @@ struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "ULTRAPLAN_BIND", default_value = "127.0.0.1:7878")]
     bind: SocketAddr,
+    /// Size cap of an execution workspace in bytes: a tmpfs of this size when the server runs
+    /// as root (writes past it fail with ENOSPC; the patch holds what fit).
+    #[arg(long, env = "ULTRAPLAN_WORKSPACE_MAX_BYTES", default_value_t = 2 * 1024 * 1024 * 1024)]
+    workspace_max_bytes: u64,
     /// Base URL used in links (default: http://<bind>).
     #[arg(long, env = "ULTRAPLAN_PUBLIC_URL")]
     public_url: Option<String>,
@@ -218,6 +222,7 @@ fn apply_serve_args(config: &mut Config, args: ServeArgs) {
     config.runner = args.runner;
     config.max_running_sessions = args.max_running.max(1);
     config.session_token_budget = args.session_token_budget;
+    config.workspace_max_bytes = args.workspace_max_bytes;
     config.rate_limits = ultraplan_server::ratelimit::RateLimits {
         writes: ultraplan_server::ratelimit::RateLimit::per_second(args.rate_limit),
         reads: ultraplan_server::ratelimit::RateLimit::per_second(args.read_rate_limit),

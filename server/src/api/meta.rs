@@ -11,12 +11,27 @@ use crate::auth::MaybeUser;
 use crate::error::ApiResult;
 use crate::state::AppState;
 
+/// `/healthz`: liveness, plus the sandbox limits in force once a runner is chosen.
+#[derive(Debug, serde::Serialize)]
+pub struct HealthReport {
+    #[serde(flatten)]
+    pub health: Health,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::runner::SandboxStatus>,
+}
+
+// Once a runner is chosen, `sandbox` says which limits it enforces on this host (`cgroup`,
+// `seccomp`, `unprivileged_uid`, `workspace_quota`, and `not_enforced` with reasons); the
+// route always answers 200. (A `///` comment here would become the OpenAPI description.)
 /// Liveness.
 #[utoipa::path(get, path = "/healthz", tag = "meta", responses((status = 200, body = Health)))]
-pub async fn healthz() -> Json<Health> {
-    Json(Health {
-        status: "ok".to_owned(),
-        version: env!("CARGO_PKG_VERSION").to_owned(),
+pub async fn healthz() -> Json<HealthReport> {
+    Json(HealthReport {
+        health: Health {
+            status: "ok".to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        },
+        sandbox: crate::runner::sandbox_status(),
     })
 }
 

@@ -106,7 +106,7 @@ pub async fn finish(
 /// patch failed stays for inspection.
 async fn remove_workspace(state: &AppState, session_id: &str) {
     let root = workspace_root(state, session_id);
-    let removed = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(root)).await;
+    let removed = tokio::task::spawn_blocking(move || workspace::remove_root(&root)).await;
     if let Ok(Err(error)) | Err(error) = removed.map_err(std::io::Error::other) {
         tracing::warn!(session_id, %error, "cannot remove the execution workspace");
     }

@@ -23,6 +23,8 @@ pub struct Workspace {
     /// `<root>/tree`: what the agent sees, writable.
     pub tree: PathBuf,
     repo: Repo,
+    /// The tree is a tmpfs of this many bytes (where the server can mount one).
+    quota: Option<u64>,
 }
 
 /// A computed patch.
@@ -34,6 +36,7 @@ pub struct Patch {
 
 impl Workspace {
     /// The workspace of a session under `root` (`<data>/workspaces/<session>`).
+    /// Its tree is capped at the server's configured size when the server can mount a tmpfs.
     pub fn at(root: &Path) -> Self {
         Workspace {
             tree: root.join("tree"),
@@ -41,12 +44,24 @@ impl Workspace {
                 git_dir: root.join("git"),
                 work_tree: root.join("tree"),
             },
+            quota: crate::runner::tmpfs::workspace_cap(),
         }
     }
 
-    /// Whether a base commit exists (the workspace was prepared before).
+    /// The same workspace with its tree capped at `bytes` (a tmpfs), or uncapped (`None`).
+    pub fn capped(self, bytes: Option<u64>) -> Self {
+        Workspace {
+            quota: bytes,
+            ..self
+        }
+    }
+
+    /// Whether a base commit exists (the workspace was prepared before) and, for a capped
+    /// workspace, its tmpfs is still mounted (it survives a server restart, not a reboot).
     pub async fn is_prepared(&self) -> bool {
-        self.repo.git_dir.is_dir()
+        let mounted = self.quota.is_none() || crate::runner::tmpfs::is_mountpoint(&self.tree);
+        mounted
+            && self.repo.git_dir.is_dir()
             && self
                 .repo
                 .run(&["rev-parse", "--verify", "--quiet", BASE_REF])
@@ -55,21 +70,37 @@ impl Workspace {
     }
 
     /// Copy `bundle` into a fresh tree and commit it as the base. A half-prepared workspace
-    /// from an earlier attempt is removed first. `owner` chowns the tree (for container users).
+    /// from an earlier attempt is removed first. `owner` chowns the tree (for sandbox users).
+    /// A capped tree is a tmpfs of that size: a bundle larger than the cap is refused.
     pub async fn prepare(&self, bundle: &Path, owner: Option<u32>) -> Result<(), ExecutionError> {
-        let (bundle, tree, git_dir) = (
+        let (bundle, tree, git_dir, quota) = (
             bundle.to_path_buf(),
             self.tree.clone(),
             self.repo.git_dir.clone(),
+            self.quota,
         );
         tokio::task::spawn_blocking(move || -> Result<(), ExecutionError> {
+            crate::runner::tmpfs::unmount(&tree).map_err(|e| io(&tree, e))?;
             for dir in [&tree, &git_dir] {
                 if dir.exists() {
                     std::fs::remove_dir_all(dir).map_err(|e| io(dir, e))?;
                 }
             }
             std::fs::create_dir_all(&tree).map_err(|e| io(&tree, e))?;
-            super::copy::copy_tree(&bundle, &tree)?;
+            if let Some(bytes) = quota {
+                crate::runner::tmpfs::mount(&tree, bytes, owner).map_err(|e| {
+                    ExecutionError::Io(format!("cannot mount the workspace tmpfs: {e}"))
+                })?;
+            }
+            super::copy::copy_tree(&bundle, &tree).map_err(|e| match quota {
+                Some(bytes) if e.to_string().contains("os error 28") => {
+                    ExecutionError::Io(format!(
+                        "the bundle does not fit in the workspace cap of {bytes} bytes \
+                     (ULTRAPLAN_WORKSPACE_MAX_BYTES): {e}"
+                    ))
+                }
+                _ => e,
+            })?;
             if let Some(uid) = owner {
                 super::copy::chown_tree(&tree, uid)?;
             }
@@ -122,6 +153,14 @@ impl Workspace {
         Ok(Patch { summary, diff })
     }
 
+    /// Remove the whole workspace (tree, its tmpfs, and the private git dir).
+    pub fn remove(&self) -> std::io::Result<()> {
+        match self.tree.parent() {
+            Some(root) => remove_root(root),
+            None => Ok(()),
+        }
+    }
+
     /// Take nested repositories and special files out of the tree before git looks at it.
     async fn scrub(&self) -> Result<(), ExecutionError> {
         let tree = self.tree.clone();
@@ -168,6 +207,12 @@ impl Workspace {
             .map(|(path, bytes)| LeftOut::too_large(path, bytes))
             .collect())
     }
+}
+
+/// Remove a workspace root (see [`Workspace::at`]), its tree's tmpfs unmounted first.
+pub fn remove_root(root: &Path) -> std::io::Result<()> {
+    crate::runner::tmpfs::unmount(&root.join("tree"))?;
+    std::fs::remove_dir_all(root)
 }
 
 /// A path as a gitignore pattern that matches only itself.

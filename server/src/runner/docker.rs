@@ -43,6 +43,7 @@ pub struct DockerRunner {
     docker: Docker,
     image: String,
     instance: String,
+    seccomp: bool,
 }
 
 impl std::fmt::Debug for DockerRunner {
@@ -88,6 +89,8 @@ pub fn container_spec_with(
         cap_drop: Some(vec!["ALL".to_owned()]),
         security_opt: Some(vec!["no-new-privileges".to_owned()]),
         memory: i64::try_from(limits.memory_bytes).ok(),
+        // Memory plus swap equals memory: no swap at all.
+        memory_swap: i64::try_from(limits.memory_bytes).ok(),
         nano_cpus: Some(1_000_000_000),
         pids_limit: i64::try_from(limits.processes).ok(),
         binds: Some(binds),
@@ -176,16 +179,29 @@ impl DockerRunner {
             .map_err(|e| unavailable(&format!("reading {}", agent_binary.display()), e))?;
         let digest = hex::encode(Sha256::digest(&agent));
         let image = format!("ultraplan-agent:{}", &digest[..12]);
+        // Containers keep the daemon's default seccomp profile (nothing here overrides it).
+        let seccomp = docker.info().await.is_ok_and(|info| {
+            info.security_options
+                .unwrap_or_default()
+                .iter()
+                .any(|o| o.contains("name=seccomp"))
+        });
         let runner = DockerRunner {
             docker,
             image,
             instance: instance.to_owned(),
+            seccomp,
         };
         runner.sweep_orphans().await;
         if runner.docker.inspect_image(&runner.image).await.is_err() {
             runner.build_image(&agent).await?;
         }
         Ok(runner)
+    }
+
+    /// Whether the daemon applies its default seccomp profile to containers.
+    pub fn seccomp(&self) -> bool {
+        self.seccomp
     }
 
     async fn build_image(&self, agent: &[u8]) -> Result<(), RunnerError> {
@@ -420,6 +436,16 @@ mod tests {
             Some(vec!["/data/bundles/abc:/workspace:ro".to_owned()])
         );
         assert_eq!(host.memory, Some(2 * 1024 * 1024 * 1024));
+        assert_eq!(host.memory_swap, host.memory);
+        assert_eq!(host.nano_cpus, Some(1_000_000_000));
+        // No `seccomp=unconfined`: the daemon's default profile applies.
+        assert!(
+            !host
+                .security_opt
+                .iter()
+                .flatten()
+                .any(|o| o.contains("seccomp"))
+        );
         assert_eq!(host.pids_limit, Some(256));
         let fsize = host.ulimits.clone().unwrap_or_default();
         assert_eq!(fsize.first().and_then(|u| u.hard), Some(256 * 1024 * 1024));

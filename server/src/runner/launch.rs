@@ -1,4 +1,5 @@
 //! A running agent, whatever started it: its stdio and a way to stop and reap it.
+#![allow(unsafe_code)] // libc calls for cgroups, mounts, memfds and the pre-exec step.
 
 use std::pin::Pin;
 use std::process::Stdio;
@@ -7,6 +8,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::{Child, Command};
 
 use super::RunnerError;
+use super::cgroup::SessionCgroup;
 use super::docker::ContainerHandle;
 use super::spec::CommandSpec;
 
@@ -23,9 +25,13 @@ pub struct AgentExit {
 }
 
 enum Handle {
-    Child(Child),
+    /// A local process and the cgroup that holds its tree, if any.
+    Child(Child, Option<SessionCgroup>),
     Container(ContainerHandle),
 }
+
+/// Work for the child between fork and exec.
+pub type PreExec = Box<dyn FnMut() -> std::io::Result<()> + Send + Sync>;
 
 /// Stops and reaps an agent once its stdio has been taken.
 pub struct AgentControl {
@@ -55,6 +61,14 @@ impl AgentProcess {
         }
     }
 
+    /// The cgroup directories that hold the sandbox (empty when none is enforced).
+    pub fn cgroup_dirs(&self) -> Vec<std::path::PathBuf> {
+        match &self.handle {
+            Handle::Child(_, Some(group)) => group.dirs().to_vec(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Split into stdio and the control handle; `None` if stdio was already taken.
     pub fn into_parts(self) -> Option<(AgentInput, AgentOutput, AgentOutput, AgentControl)> {
         Some((
@@ -72,7 +86,7 @@ impl AgentControl {
     /// Start killing the agent; returns immediately.
     pub fn start_kill(&mut self) {
         match &mut self.handle {
-            Handle::Child(child) => {
+            Handle::Child(child, _) => {
                 if let Err(error) = child.start_kill() {
                     tracing::debug!(%error, "agent already gone");
                 }
@@ -84,17 +98,47 @@ impl AgentControl {
     /// Wait for the agent to end (and, for containers, be removed).
     pub async fn wait(&mut self) -> Option<AgentExit> {
         match &mut self.handle {
-            Handle::Child(child) => child.wait().await.ok().map(|status| AgentExit {
-                success: status.success(),
-                description: status.to_string(),
-            }),
+            Handle::Child(child, cgroup) => {
+                let status = child.wait().await.ok();
+                let limits = match cgroup.take() {
+                    Some(group) => release(group).await,
+                    None => Vec::new(),
+                };
+                status.map(|status| AgentExit {
+                    success: status.success(),
+                    description: std::iter::once(status.to_string())
+                        .chain(limits)
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                })
+            }
             Handle::Container(container) => container.wait().await,
         }
     }
 }
 
+/// What the cgroup's limits stopped, then the cgroup removed (its stragglers killed).
+async fn release(mut group: SessionCgroup) -> Vec<String> {
+    tokio::task::spawn_blocking(move || {
+        let events = group.events();
+        group.destroy();
+        events
+    })
+    .await
+    .unwrap_or_default()
+}
+
 /// Spawn the command with nothing inherited but what the spec names.
 pub fn spawn(spec: &CommandSpec) -> Result<AgentProcess, RunnerError> {
+    spawn_with(spec, None, None)
+}
+
+/// [`spawn`], with work for the child before exec and the cgroup it joins there.
+pub fn spawn_with(
+    spec: &CommandSpec,
+    pre_exec: Option<PreExec>,
+    cgroup: Option<SessionCgroup>,
+) -> Result<AgentProcess, RunnerError> {
     let mut command = Command::new(&spec.program);
     command
         .args(&spec.args)
@@ -106,6 +150,12 @@ pub fn spawn(spec: &CommandSpec) -> Result<AgentProcess, RunnerError> {
         .kill_on_drop(true);
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
+    }
+    if let Some(pre_exec) = pre_exec {
+        // SAFETY: the callers' pre-exec work uses async-signal-safe syscalls only.
+        unsafe {
+            command.pre_exec(pre_exec);
+        }
     }
     let mut child = command.spawn().map_err(|e| RunnerError::Spawn {
         program: spec.program.display().to_string(),
@@ -123,6 +173,6 @@ pub fn spawn(spec: &CommandSpec) -> Result<AgentProcess, RunnerError> {
         stdin: Some(Box::pin(stdin)),
         stdout: Some(Box::pin(stdout)),
         stderr: Some(Box::pin(stderr)),
-        handle: Handle::Child(child),
+        handle: Handle::Child(child, cgroup),
     })
 }

@@ -4,15 +4,21 @@
 //! explicitly and warns loudly. With neither, the server refuses to run
 //! sessions (eligibility then says `no_runner`).
 
+pub mod bwrap;
+pub mod cgroup;
 pub mod docker;
 mod launch;
+pub mod seccomp;
 pub mod spec;
+pub mod status;
+pub mod tmpfs;
 
 use std::path::{Path, PathBuf};
 
 pub use docker::DockerRunner;
 pub use launch::{AgentControl, AgentExit, AgentInput, AgentOutput, AgentProcess};
-pub use spec::{CommandSpec, SandboxLimits, SandboxRequest, bwrap_spec, process_spec};
+pub use spec::{CommandSpec, SandboxLimits, SandboxRequest, process_spec};
+pub use status::{SandboxStatus, sandbox_status};
 
 use crate::config::RunnerKind;
 
@@ -44,12 +50,13 @@ impl Runner {
         }
     }
 
-    /// Who must own an execution workspace so the sandboxed agent can write it: Docker
-    /// containers of a root server run as the unprivileged sandbox user, so the tree is
-    /// handed to it. bwrap maps the sandbox user onto the server's own.
+    /// Who must own an execution workspace so the sandboxed agent can write it: the
+    /// sandboxes of a root server (Docker containers and bwrap alike) run as the unprivileged
+    /// sandbox user, so the tree is handed to it. A non-root server's bwrap maps the sandbox
+    /// user onto the server's own.
     pub fn workspace_owner(&self) -> Option<u32> {
         match self {
-            Runner::Docker(_) if server_uid() == 0 => Some(spec::SANDBOX_UID),
+            Runner::Docker(_) | Runner::Bwrap if server_uid() == 0 => Some(spec::SANDBOX_UID),
             _ => None,
         }
     }
@@ -58,7 +65,7 @@ impl Runner {
     pub async fn launch(&self, req: &SandboxRequest) -> Result<AgentProcess, RunnerError> {
         match self {
             Runner::Docker(docker) => docker.launch(req).await,
-            Runner::Bwrap => launch::spawn(&bwrap_spec(req)),
+            Runner::Bwrap => bwrap::spawn(req),
             Runner::Process => launch::spawn(&process_spec(req)),
         }
     }
@@ -81,13 +88,19 @@ pub async fn select(
                 "ULTRAPLAN_RUNNER=process: agents run UNSANDBOXED with network and host file \
                  access. Use it for development only."
             );
+            status::publish(status::process());
             Ok(Runner::Process)
         }
-        RunnerKind::Docker => Ok(Runner::Docker(
-            DockerRunner::prepare(agent_binary, instance).await?,
-        )),
+        RunnerKind::Docker => {
+            let docker = DockerRunner::prepare(agent_binary, instance).await?;
+            status::publish(status::docker(docker.seccomp()));
+            Ok(Runner::Docker(docker))
+        }
         RunnerKind::Auto => match DockerRunner::prepare(agent_binary, instance).await {
-            Ok(docker) => Ok(Runner::Docker(docker)),
+            Ok(docker) => {
+                status::publish(status::docker(docker.seccomp()));
+                Ok(Runner::Docker(docker))
+            }
             Err(error) => {
                 tracing::info!(%error, "docker is not usable; trying bubblewrap");
                 select_bwrap(agent_binary).await
@@ -99,7 +112,10 @@ pub async fn select(
 
 async fn select_bwrap(agent_binary: &Path) -> Result<Runner, RunnerError> {
     match probe_bwrap(agent_binary).await {
-        Ok(()) => Ok(Runner::Bwrap),
+        Ok(()) => {
+            status::publish(status::bwrap());
+            Ok(Runner::Bwrap)
+        }
         Err(reason) => Err(RunnerError::Unavailable(format!(
             "bubblewrap could not start a sandbox ({reason}). Install the 'bubblewrap' \
                  package and make sure user namespaces are allowed, or set \
@@ -109,33 +125,38 @@ async fn select_bwrap(agent_binary: &Path) -> Result<Runner, RunnerError> {
 }
 
 async fn probe_bwrap(agent_binary: &Path) -> Result<(), String> {
+    use tokio::io::AsyncReadExt;
     if !agent_binary.is_file() {
         return Err(format!(
             "agent binary {} not found (set ULTRAPLAN_AGENT_BIN)",
             agent_binary.display()
         ));
     }
-    let dir = std::env::temp_dir();
     let req = SandboxRequest {
         session_id: "probe".to_owned(),
-        workspace: dir,
+        workspace: std::env::temp_dir(),
         writable: false,
         agent_binary: agent_binary.to_path_buf(),
         limits: SandboxLimits::default(),
         log_filter: "warn".to_owned(),
     };
-    let mut spec = bwrap_spec(&req);
-    spec.args.push("--version".to_owned());
-    let output = tokio::process::Command::new(&spec.program)
-        .args(&spec.args)
-        .env_clear()
-        .output()
-        .await
-        .map_err(|e| format!("cannot run prlimit/bwrap: {e}"))?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&output.stderr).trim().to_owned())
+    let process = bwrap::spawn_with_args(&req, &["--version"]).map_err(|e| e.to_string())?;
+    let (stdin, _stdout, mut stderr, mut control) =
+        process.into_parts().ok_or("the probe has no stdio")?;
+    drop(stdin);
+    let mut text = String::new();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        stderr.read_to_string(&mut text),
+    )
+    .await;
+    if read.is_err() {
+        control.start_kill();
+    }
+    match control.wait().await {
+        Some(exit) if exit.success => Ok(()),
+        Some(exit) => Err(format!("{}: {}", exit.description, text.trim())),
+        None => Err(format!("the probe could not be waited on: {}", text.trim())),
     }
 }
 

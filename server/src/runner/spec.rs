@@ -77,12 +77,14 @@ fn path_arg(p: &Path) -> String {
     p.display().to_string()
 }
 
-/// `prlimit` options for the limits; the wrapped command follows them.
-fn prlimit_args(limits: &SandboxLimits) -> Vec<String> {
+/// `prlimit` options for the limits; the wrapped command follows them. `nproc` is apart:
+/// RLIMIT_NPROC counts every process of the host uid, so where a pids cgroup bounds each
+/// sandbox it is only a host-wide backstop.
+fn prlimit_args(limits: &SandboxLimits, nproc: u64) -> Vec<String> {
     vec![
         format!("--as={}", limits.memory_bytes),
         format!("--cpu={}", limits.cpu_seconds),
-        format!("--nproc={}", limits.processes),
+        format!("--nproc={nproc}"),
         format!("--fsize={}", limits.file_size_bytes),
         format!("--nofile={}", limits.open_files),
         "--".to_owned(),
@@ -93,7 +95,7 @@ fn prlimit_args(limits: &SandboxLimits) -> Vec<String> {
 /// environment and rlimits. Network and host files stay reachable: never use it for
 /// untrusted code.
 pub fn process_spec(req: &SandboxRequest) -> CommandSpec {
-    let mut args = prlimit_args(&req.limits);
+    let mut args = prlimit_args(&req.limits, req.limits.processes);
     args.push(path_arg(&req.agent_binary));
     CommandSpec {
         program: PathBuf::from("prlimit"),
@@ -106,42 +108,74 @@ pub fn process_spec(req: &SandboxRequest) -> CommandSpec {
     }
 }
 
-/// bubblewrap: every namespace unshared (no network), the bundle and the static agent
-/// bound read-only (the bundle writable in execution, with the host toolchain read-only for
-/// `Bash`), a read-only root, a private `/tmp`, a cleared environment, an unprivileged uid, rlimits,
-/// and death with the server.
-pub fn bwrap_spec(req: &SandboxRequest) -> CommandSpec {
+/// Where bubblewrap finds what it binds, and the descriptor of its seccomp filter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BwrapLayout {
+    /// The workspace as bwrap sees it (the host path, or its staged bind).
+    pub workspace: PathBuf,
+    /// The agent binary as bwrap sees it.
+    pub agent: PathBuf,
+    pub seccomp_fd: Option<i32>,
+}
+
+impl BwrapLayout {
+    /// The request's own host paths, no filter.
+    pub fn direct(req: &SandboxRequest) -> Self {
+        BwrapLayout {
+            workspace: req.workspace.clone(),
+            agent: req.agent_binary.clone(),
+            seccomp_fd: None,
+        }
+    }
+}
+
+/// `prlimit <limits> -- bwrap --args FD -- /ultraplan-agent`: every bwrap option (host paths
+/// included) is read from `args_fd`, so no process's command line names a host path (bwrap
+/// takes the command itself only from its command line: the agent's path in the sandbox).
+pub fn bwrap_command(limits: &SandboxLimits, nproc: u64, args_fd: i32) -> CommandSpec {
+    let mut args = prlimit_args(limits, nproc);
+    args.extend(["bwrap", "--args", &args_fd.to_string(), "--", AGENT_MOUNT].map(str::to_owned));
+    CommandSpec {
+        program: PathBuf::from("prlimit"),
+        args,
+        env: Vec::new(),
+        cwd: None,
+    }
+}
+
+/// bubblewrap's arguments: every namespace unshared (no network), the bundle and the static
+/// agent bound read-only (the bundle writable in execution, with the host toolchain
+/// read-only for `Bash`), a read-only root, a private `/tmp`, a cleared environment, an
+/// unprivileged uid, the seccomp filter, and death with the server.
+pub fn bwrap_args(req: &SandboxRequest, layout: &BwrapLayout) -> Vec<String> {
     let uid = SANDBOX_UID.to_string();
     let workspace_bind = if req.writable { "--bind" } else { "--ro-bind" };
-    let mut args = prlimit_args(&req.limits);
-    args.extend(
-        [
-            "bwrap",
-            "--unshare-all",
-            "--die-with-parent",
-            "--new-session",
-            "--clearenv",
-            "--uid",
-            &uid,
-            "--gid",
-            &uid,
-            workspace_bind,
-            &path_arg(&req.workspace),
-            WORKSPACE_MOUNT,
-            "--ro-bind",
-            &path_arg(&req.agent_binary),
-            AGENT_MOUNT,
-            "--size",
-            &TMP_BYTES.to_string(),
-            "--tmpfs",
-            "/tmp",
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-        ]
-        .map(str::to_owned),
-    );
+    let mut args: Vec<String> = [
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+        "--uid",
+        &uid,
+        "--gid",
+        &uid,
+        workspace_bind,
+        &path_arg(&layout.workspace),
+        WORKSPACE_MOUNT,
+        "--ro-bind",
+        &path_arg(&layout.agent),
+        AGENT_MOUNT,
+        "--size",
+        &TMP_BYTES.to_string(),
+        "--tmpfs",
+        "/tmp",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+    ]
+    .map(str::to_owned)
+    .to_vec();
     if req.writable {
         for path in TOOLCHAIN_DIRS.iter().chain(TOOLCHAIN_ETC.iter()) {
             args.extend(["--ro-bind-try", path, path].map(str::to_owned));
@@ -150,6 +184,9 @@ pub fn bwrap_spec(req: &SandboxRequest) -> CommandSpec {
     // The sandbox's own root stays read-only too: only the workspace (in execution) and the
     // private /tmp take writes.
     args.extend(["--remount-ro", "/"].map(str::to_owned));
+    if let Some(fd) = layout.seccomp_fd {
+        args.extend(["--seccomp".to_owned(), fd.to_string()]);
+    }
     args.extend(
         [
             "--setenv",
@@ -163,17 +200,24 @@ pub fn bwrap_spec(req: &SandboxRequest) -> CommandSpec {
             &req.log_filter,
             "--chdir",
             WORKSPACE_MOUNT,
-            "--",
-            AGENT_MOUNT,
         ]
         .map(str::to_owned),
     );
-    CommandSpec {
-        program: PathBuf::from("prlimit"),
-        args,
-        env: Vec::new(),
-        cwd: None,
+    args
+}
+
+/// Arguments as bwrap's `--args` reads them: each one NUL-terminated. An argument holding a
+/// NUL cannot be passed (and never is: they come from paths and the log filter).
+pub fn nul_separated(args: &[String]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    for arg in args {
+        if arg.contains('\0') {
+            return Err(format!("argument {arg:?} holds a NUL byte"));
+        }
+        out.extend_from_slice(arg.as_bytes());
+        out.push(0);
     }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -198,12 +242,14 @@ mod tests {
             .collect()
     }
 
+    fn args(writable: bool) -> Vec<String> {
+        let req = request(writable);
+        bwrap_args(&req, &BwrapLayout::direct(&req))
+    }
+
     #[test]
     fn bwrap_isolates_everything() {
-        let spec = bwrap_spec(&request(false));
-        let args = &spec.args;
-        assert_eq!(spec.program, PathBuf::from("prlimit"));
-        assert!(spec.env.is_empty(), "nothing inherited");
+        let args = &args(false);
         for flag in [
             "--unshare-all",
             "--die-with-parent",
@@ -219,17 +265,7 @@ mod tests {
         );
         assert_eq!(after(args, "--bind"), Vec::<&str>::new());
         assert_eq!(after(args, "--uid"), vec!["65534"]);
-        assert_eq!(args.last().map(String::as_str), Some(AGENT_MOUNT));
-        let bwrap_at = args.iter().position(|a| a == "bwrap").expect("bwrap");
-        let limits = &args[..bwrap_at];
-        for l in [
-            "--as=2147483648",
-            "--cpu=3600",
-            "--nproc=256",
-            "--fsize=268435456",
-        ] {
-            assert!(limits.iter().any(|a| a == l), "{l} missing");
-        }
+        assert!(!args.iter().any(|a| a == "--"), "the command follows on the command line");
         let envs: Vec<&str> = args
             .windows(2)
             .filter(|w| w[0] == "--setenv")
@@ -241,21 +277,61 @@ mod tests {
             args.windows(2)
                 .any(|w| w[0] == "--remount-ro" && w[1] == "/")
         );
+        assert!(!args.iter().any(|a| a == "--seccomp"));
+    }
+
+    #[test]
+    fn the_command_line_names_no_path_and_carries_the_limits() {
+        let spec = bwrap_command(&SandboxLimits::default(), 4096, 7);
+        assert_eq!(spec.program, PathBuf::from("prlimit"));
+        assert!(spec.env.is_empty(), "nothing inherited");
+        assert_eq!(
+            spec.args,
+            vec![
+                "--as=2147483648",
+                "--cpu=3600",
+                "--nproc=4096",
+                "--fsize=268435456",
+                "--nofile=1024",
+                "--",
+                "bwrap",
+                "--args",
+                "7",
+                "--",
+                AGENT_MOUNT
+            ]
+        );
+        let req = request(true);
+        let layout = BwrapLayout {
+            workspace: PathBuf::from("/tmp/staged/workspace"),
+            agent: PathBuf::from("/tmp/staged/agent"),
+            seccomp_fd: Some(9),
+        };
+        let args = bwrap_args(&req, &layout);
+        assert_eq!(after(&args, "--bind"), vec!["/tmp/staged/workspace"]);
+        assert_eq!(after(&args, "--seccomp"), vec!["9"]);
+    }
+
+    #[test]
+    fn args_are_nul_terminated_and_nul_is_refused() {
+        let args = vec!["--a".to_owned(), "b c".to_owned()];
+        assert_eq!(nul_separated(&args).expect("args"), b"--a\0b c\0".to_vec());
+        assert!(nul_separated(&["x\0y".to_owned()]).is_err());
     }
 
     #[test]
     fn execution_mode_binds_the_workspace_writable() {
-        let spec = bwrap_spec(&request(true));
-        assert_eq!(after(&spec.args, "--bind"), vec!["/data/bundles/abc"]);
-        assert_eq!(after(&spec.args, "--ro-bind"), vec!["/opt/ultraplan-agent"]);
-        let toolchain = after(&spec.args, "--ro-bind-try");
+        let spec = args(true);
+        assert_eq!(after(&spec, "--bind"), vec!["/data/bundles/abc"]);
+        assert_eq!(after(&spec, "--ro-bind"), vec!["/opt/ultraplan-agent"]);
+        let toolchain = after(&spec, "--ro-bind-try");
         assert!(toolchain.contains(&"/usr") && toolchain.contains(&"/etc/passwd"));
         assert!(
             !toolchain
                 .iter()
                 .any(|p| *p == "/etc" || p.starts_with("/home"))
         );
-        assert!(after(&bwrap_spec(&request(false)).args, "--ro-bind-try").is_empty());
+        assert!(after(&args(false), "--ro-bind-try").is_empty());
     }
 
     #[test]

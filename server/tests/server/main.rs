@@ -12,6 +12,8 @@ mod quota;
 mod ratelimits;
 mod retention;
 mod sandbox;
+mod sandbox_execution;
+mod sandbox_limits;
 mod slow_client;
 mod slow_uploads;
 mod store_suite;

@@ -25,19 +25,19 @@ use ultraplan_server::runner::{
 };
 
 /// Set in the re-executed child; its presence means "the keys are in this process".
-const KEYED: &str = "ULTRAPLAN_SANDBOX_TEST_KEYED";
+pub(crate) const KEYED: &str = "ULTRAPLAN_SANDBOX_TEST_KEYED";
 /// What the child's environment holds that no sandbox may pass on. Values are canaries, so a
 /// real key of whoever runs the suite never reaches the child either.
-const CANARIES: [(&str, &str); 3] = [
+pub(crate) const CANARIES: [(&str, &str); 3] = [
     ("ANTHROPIC_API_KEY", "sk-ant-sandbox-canary-7f3a"),
     ("OPENAI_API_KEY", "sk-openai-sandbox-canary-7f3a"),
     ("ULTRAPLAN_TEST_SECRET_TOKEN", "token-sandbox-canary-7f3a"),
 ];
 /// Inside bwrap and Docker the bundle is here.
-const WORKSPACE_MOUNT: &str = "/workspace";
-const WORKSPACE_FILE: &str = "plan-input.txt";
-const WORKSPACE_CONTENT: &[u8] = b"the bundle the agent plans over\n";
-const PROBE_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const WORKSPACE_MOUNT: &str = "/workspace";
+pub(crate) const WORKSPACE_FILE: &str = "plan-input.txt";
+pub(crate) const WORKSPACE_CONTENT: &[u8] = b"the bundle the agent plans over\n";
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// One sandboxed runner and what its sandbox legitimately puts in the environment.
 struct Case {
@@ -290,15 +290,15 @@ async fn sandboxed_case(case: &Case, probe: &Path) -> Result<Vec<String>, String
 }
 
 /// What the probe printed, and how it ended.
-struct ProbeRun {
-    report: Value,
-    stdout: String,
-    stderr: String,
-    exit: AgentExit,
+pub(crate) struct ProbeRun {
+    pub(crate) report: Value,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+    pub(crate) exit: AgentExit,
 }
 
 impl ProbeRun {
-    fn result(&self, probe: &str, target: &str) -> Option<&Value> {
+    pub(crate) fn result(&self, probe: &str, target: &str) -> Option<&Value> {
         self.report["results"]
             .as_array()?
             .iter()
@@ -306,18 +306,18 @@ impl ProbeRun {
     }
 
     /// Whether the attempt succeeded; a missing result counts as allowed (fail closed).
-    fn allowed(&self, probe: &str, target: &str) -> bool {
+    pub(crate) fn allowed(&self, probe: &str, target: &str) -> bool {
         self.result(probe, target)
             .is_none_or(|r| r["allowed"].as_bool() != Some(false))
     }
 
-    fn detail(&self, probe: &str, target: &str) -> Option<String> {
+    pub(crate) fn detail(&self, probe: &str, target: &str) -> Option<String> {
         self.result(probe, target)
             .and_then(|r| r["detail"].as_str())
             .map(str::to_owned)
     }
 
-    fn env(&self) -> BTreeSet<String> {
+    pub(crate) fn env(&self) -> BTreeSet<String> {
         self.report["env"]
             .as_array()
             .map(|names| {
@@ -330,7 +330,7 @@ impl ProbeRun {
             .unwrap_or_default()
     }
 
-    fn table(&self, runner: &str) -> String {
+    pub(crate) fn table(&self, runner: &str) -> String {
         let mut out = format!(
             "== {runner}: uid {} exit {:?}\n   env {:?}\n",
             self.report["uid"],
@@ -356,15 +356,98 @@ impl ProbeRun {
 }
 
 /// Start the probe through the runner, send the request, read its one line, reap it.
-async fn run_probe(
+pub(crate) async fn run_probe(
     runner: &Runner,
     req: &SandboxRequest,
     request: &Value,
 ) -> Result<ProbeRun, String> {
+    Ok(run_probe_holding(runner, req, request, |_| ()).await?.0)
+}
+
+/// The sandbox seen from the host while a holding probe (`"hold": true`) still runs.
+pub(crate) struct SandboxView {
+    /// Host pids of the sandbox's processes.
+    pub(crate) pids: Vec<i32>,
+    /// The cgroup v1 directories (memory, pids) of the first pid.
+    pub(crate) memory_dir: Option<PathBuf>,
+    pub(crate) pids_dir: Option<PathBuf>,
+    /// The cgroups the server created for it (bwrap).
+    pub(crate) cgroup_dirs: Vec<PathBuf>,
+}
+
+async fn sandbox_view(session_id: &str, cgroup_dirs: Vec<PathBuf>) -> SandboxView {
+    let mut pids: Vec<i32> = cgroup_dirs
+        .iter()
+        .flat_map(|d| {
+            std::fs::read_to_string(d.join("cgroup.procs"))
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect();
+    if cgroup_dirs.is_empty() {
+        pids.extend(container_pid(session_id).await);
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    let of = |controller: &str| {
+        let text = std::fs::read_to_string(format!("/proc/{}/cgroup", pids.first()?)).ok()?;
+        let path = text.lines().find_map(|l| {
+            let mut parts = l.splitn(3, ':');
+            let (_, list, path) = (parts.next()?, parts.next()?, parts.next()?);
+            list.split(',')
+                .any(|c| c == controller)
+                .then(|| path.to_owned())
+        })?;
+        Some(
+            Path::new("/sys/fs/cgroup")
+                .join(controller)
+                .join(path.trim_start_matches('/')),
+        )
+    };
+    SandboxView {
+        memory_dir: of("memory"),
+        pids_dir: of("pids"),
+        pids,
+        cgroup_dirs,
+    }
+}
+
+/// The host pid of the session's running container.
+async fn container_pid(session_id: &str) -> Option<i32> {
+    let docker = bollard::Docker::connect_with_local_defaults().ok()?;
+    let id = containers_of_session(session_id)
+        .await
+        .ok()?
+        .into_iter()
+        .next()?;
+    let info = docker
+        .inspect_container(
+            &id,
+            None::<bollard::query_parameters::InspectContainerOptions>,
+        )
+        .await
+        .ok()?;
+    info.state?
+        .pid
+        .and_then(|p| i32::try_from(p).ok())
+        .filter(|p| *p > 0)
+}
+
+/// [`run_probe`]; when the request holds the probe, `inspect` looks at the sandbox from the
+/// host after the report and before the probe is released.
+pub(crate) async fn run_probe_holding<T>(
+    runner: &Runner,
+    req: &SandboxRequest,
+    request: &Value,
+    inspect: impl FnOnce(&SandboxView) -> T,
+) -> Result<(ProbeRun, Option<T>), String> {
     let process = runner
         .launch(req)
         .await
         .map_err(|e| format!("launching the probe failed: {e}"))?;
+    let cgroup_dirs = process.cgroup_dirs();
     let (mut stdin, stdout, mut stderr, mut control) = process
         .into_parts()
         .ok_or("the launched probe has no stdio")?;
@@ -393,6 +476,13 @@ async fn run_probe(
         Ok(line) => line,
         Err(_) => Err(format!("no report within {PROBE_TIMEOUT:?}")),
     };
+    let mut seen = None;
+    if request["hold"] == true && line.is_ok() {
+        let view = sandbox_view(&req.session_id, cgroup_dirs).await;
+        seen = Some(inspect(&view));
+        let _ = stdin.write_all(b"release\n").await;
+        let _ = stdin.flush().await;
+    }
     drop(stdin);
     let exit = match tokio::time::timeout(PROBE_TIMEOUT, control.wait()).await {
         Ok(exit) => exit,
@@ -411,25 +501,28 @@ async fn run_probe(
     let report: Value = serde_json::from_str(stdout.trim())
         .map_err(|e| format!("the report is not JSON ({e}): {stdout:?}; stderr: {stderr}"))?;
     let exit = exit.ok_or("the runner could not tell how the probe ended")?;
-    Ok(ProbeRun {
-        report,
-        stdout,
-        stderr,
-        exit,
-    })
+    Ok((
+        ProbeRun {
+            report,
+            stdout,
+            stderr,
+            exit,
+        },
+        seen,
+    ))
 }
 
 /// A workspace the way bundles are published (0755 tree, 0644 files) and a world-readable
 /// host file that no sandbox mounts, under the target dir rather than /tmp (bwrap and Docker
 /// give /tmp a tmpfs of their own, which would hide a /tmp file for the wrong reason).
-struct Fixture {
-    workspace: tempfile::TempDir,
+pub(crate) struct Fixture {
+    pub(crate) workspace: tempfile::TempDir,
     _host_dir: tempfile::TempDir,
-    host_file: PathBuf,
+    pub(crate) host_file: PathBuf,
 }
 
 impl Fixture {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let workspace = tempfile::tempdir().expect("workspace");
         chmod(workspace.path(), 0o755);
         let file = workspace.path().join(WORKSPACE_FILE);
@@ -466,7 +559,7 @@ impl Fixture {
         }
     }
 
-    fn request(&self, runner: &str, probe: &Path) -> SandboxRequest {
+    pub(crate) fn request(&self, runner: &str, probe: &Path) -> SandboxRequest {
         let suffix = uuid::Uuid::new_v4().simple().to_string();
         SandboxRequest {
             session_id: format!("sandbox-probe-{runner}-{}", &suffix[..8]),
@@ -484,7 +577,7 @@ fn chmod(path: &Path, mode: u32) {
 }
 
 /// A listener of the test that really accepts, on every interface, counting connections.
-struct Listener {
+pub(crate) struct Listener {
     port: u16,
     accepted: Arc<Mutex<usize>>,
     task: tokio::task::JoinHandle<()>,
@@ -497,7 +590,7 @@ impl Drop for Listener {
 }
 
 impl Listener {
-    async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let listener = tokio::net::TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0))
             .await
             .expect("bind the test listener");
@@ -519,7 +612,7 @@ impl Listener {
 
     /// Every IPv4 address of the host (loopback, the outward interface, Docker's bridge
     /// gateway...), each proven reachable from the test itself; the count is reset afterwards.
-    async fn targets(&self) -> Vec<SocketAddr> {
+    pub(crate) async fn targets(&self) -> Vec<SocketAddr> {
         let ips = host_ipv4s();
         let targets: Vec<SocketAddr> = ips
             .into_iter()
@@ -544,7 +637,7 @@ impl Listener {
     }
 
     /// The count once it reaches `n`, or after two seconds.
-    async fn wait_for(&self, n: usize) -> usize {
+    pub(crate) async fn wait_for(&self, n: usize) -> usize {
         for _ in 0..200 {
             if self.accepted_since_reset() >= n {
                 break;
@@ -554,14 +647,14 @@ impl Listener {
         self.accepted_since_reset()
     }
 
-    fn accepted_since_reset(&self) -> usize {
+    pub(crate) fn accepted_since_reset(&self) -> usize {
         *self.accepted.lock().expect("lock")
     }
 }
 
 /// 127.0.0.1 and every other local IPv4 address of the host, from the kernel's routing trie
 /// (an address line followed by `/32 host LOCAL`).
-fn host_ipv4s() -> Vec<IpAddr> {
+pub(crate) fn host_ipv4s() -> Vec<IpAddr> {
     let mut ips = vec![IpAddr::V4(Ipv4Addr::LOCALHOST)];
     let trie = std::fs::read_to_string("/proc/net/fib_trie").unwrap_or_default();
     let lines: Vec<&str> = trie.lines().collect();
@@ -584,7 +677,7 @@ fn host_ipv4s() -> Vec<IpAddr> {
 }
 
 /// Containers (running or not) labelled with the session.
-async fn containers_of_session(session_id: &str) -> Result<Vec<String>, String> {
+pub(crate) async fn containers_of_session(session_id: &str) -> Result<Vec<String>, String> {
     let docker = bollard::Docker::connect_with_local_defaults()
         .map_err(|e| format!("connecting to Docker: {e}"))?;
     let filters =
@@ -600,13 +693,13 @@ async fn containers_of_session(session_id: &str) -> Result<Vec<String>, String> 
     Ok(containers.into_iter().filter_map(|c| c.id).collect())
 }
 
-fn env_probes() -> Vec<&'static str> {
+pub(crate) fn env_probes() -> Vec<&'static str> {
     let mut names: Vec<&str> = CANARIES.iter().map(|(k, _)| *k).collect();
     names.extend(["AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "ULTRAPLAN_TOKEN"]);
     names
 }
 
-fn assert_no_secrets(run: &ProbeRun) {
+pub(crate) fn assert_no_secrets(run: &ProbeRun) {
     for (key, value) in CANARIES {
         assert!(!run.allowed("env_absent", key), "{key} is visible");
         assert!(!run.stdout.contains(value), "the value of {key} leaked");
@@ -618,11 +711,11 @@ fn assert_no_secrets(run: &ProbeRun) {
     );
 }
 
-fn names(list: &[&str]) -> BTreeSet<String> {
+pub(crate) fn names(list: &[&str]) -> BTreeSet<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
 }
 
-fn kind_name(kind: RunnerKind) -> &'static str {
+pub(crate) fn kind_name(kind: RunnerKind) -> &'static str {
     match kind {
         RunnerKind::Auto => "auto",
         RunnerKind::Docker => "docker",
@@ -631,7 +724,7 @@ fn kind_name(kind: RunnerKind) -> &'static str {
     }
 }
 
-fn own_uid() -> Option<u64> {
+pub(crate) fn own_uid() -> Option<u64> {
     std::fs::read_to_string("/proc/self/status")
         .ok()?
         .lines()
@@ -643,7 +736,7 @@ fn own_uid() -> Option<u64> {
 }
 
 /// The probe: `ULTRAPLAN_SANDBOX_PROBE_BIN`, else beside `ULTRAPLAN_AGENT_BIN`. Never skips.
-fn probe_binary() -> PathBuf {
+pub(crate) fn probe_binary() -> PathBuf {
     let path = match (
         std::env::var_os("ULTRAPLAN_SANDBOX_PROBE_BIN").filter(|v| !v.is_empty()),
         std::env::var_os("ULTRAPLAN_AGENT_BIN").filter(|v| !v.is_empty()),
@@ -671,7 +764,7 @@ fn probe_binary() -> PathBuf {
 /// Run `test` (a test of this module) again in a child of this test binary whose environment
 /// holds model keys, and return true once it passed there; return false when this already is
 /// that child (then the keys must be visible here: the premise of the environment checks).
-async fn rerun_holding_model_keys(test: &str) -> bool {
+pub(crate) async fn rerun_holding_model_keys(test: &str) -> bool {
     if std::env::var_os(KEYED).is_some() {
         for (key, value) in CANARIES {
             assert_eq!(
@@ -682,7 +775,11 @@ async fn rerun_holding_model_keys(test: &str) -> bool {
         }
         return false;
     }
-    let name = format!("sandbox::{test}");
+    let name = if test.contains("::") {
+        test.to_owned()
+    } else {
+        format!("sandbox::{test}")
+    };
     let exe = std::env::current_exe().expect("the test binary");
     let output = tokio::process::Command::new(exe)
         .args([name.as_str(), "--exact", "--nocapture", "--test-threads=1"])

@@ -13,6 +13,16 @@
 //! `env_absent`, whether the variable is present; `env_scan` reports every variable whose name
 //! contains KEY, TOKEN or SECRET). Exits 0 whatever the probes found; 2 on a malformed request.
 //! `--version` prints a version line and exits, like the agent (runner selection runs it).
+//!
+//! Attacks on the limits (see `stress.rs`), all bounded: `"syscall": ["unshare_user", ...]`,
+//! `"slurp": ["/proc/1/cmdline"]` (the contents in `detail`), `"run": [["unshare", "-U",
+//! "true"]]`, `"fork_bomb": 1000`, `"memory_hog": {"children": 4, "bytes": N, "hold_ms": M}`,
+//! `"fill": [{"dir": "/workspace/fill", "chunk": N, "max": M}]` and `"fds": true`. With
+//! `"hold": true` the probe waits for a second line on stdin after its report, so the test can
+//! look at the sandbox from the host while it still runs.
+#![allow(unsafe_code)] // fork, kill, unshare, mount and friends: this binary attacks its sandbox.
+
+mod stress;
 
 use std::io::{BufRead, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -47,6 +57,11 @@ fn main() -> ExitCode {
         .map_err(std::io::Error::from)
         .and_then(|()| stdout.write_all(b"\n"))
         .and_then(|()| stdout.flush());
+    drop(stdout);
+    if request.get("hold").and_then(Value::as_bool) == Some(true) {
+        let mut release = String::new();
+        let _ = std::io::stdin().lock().read_line(&mut release);
+    }
     match written {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -74,11 +89,63 @@ fn run(request: &Value) -> Value {
     for target in targets(request, "exec") {
         results.push(exec(&target));
     }
+    stress_probes(request, &mut results);
     let mut env: Vec<String> = std::env::vars_os()
         .map(|(name, _)| name.to_string_lossy().into_owned())
         .collect();
     env.sort();
     json!({ "uid": uid(), "env": env, "results": results })
+}
+
+fn stress_probes(request: &Value, results: &mut Vec<Value>) {
+    for target in targets(request, "syscall") {
+        results.push(stress::syscall(&target));
+    }
+    for target in targets(request, "slurp") {
+        results.push(stress::slurp(&target));
+    }
+    for argv in request
+        .get("run")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let argv: Vec<String> = argv
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect();
+        results.push(stress::run(&argv));
+    }
+    if request.get("fds").and_then(Value::as_bool) == Some(true) {
+        results.push(stress::fds());
+    }
+    if let Some(max) = request.get("fork_bomb").and_then(Value::as_u64) {
+        results.push(stress::fork_bomb(max));
+    }
+    if let Some(hog) = request.get("memory_hog") {
+        let number = |key: &str| hog.get(key).and_then(Value::as_u64).unwrap_or(0);
+        results.push(stress::memory_hog(
+            number("children"),
+            number("bytes"),
+            Duration::from_millis(number("hold_ms")),
+        ));
+    }
+    for fill in request
+        .get("fill")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let dir = fill
+            .get("dir")
+            .and_then(Value::as_str)
+            .unwrap_or("/nonexistent");
+        let number = |key: &str| fill.get(key).and_then(Value::as_u64).unwrap_or(0);
+        results.push(stress::fill(dir, number("chunk"), number("max")));
+    }
 }
 
 fn targets(request: &Value, probe: &str) -> Vec<String> {
