@@ -8,3 +8,4 @@ mod gateway_anthropic;
 mod gateway_openai;
 mod lifecycle;
 mod multi_agent;
+mod poller;
