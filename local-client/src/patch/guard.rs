@@ -9,6 +9,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use ultraplan_protocol::patch::FileChange;
+
 use super::parse::FilePatch;
 
 /// A file the patch may not touch, and why.
@@ -159,6 +161,18 @@ pub fn check_tree(files: &[FilePatch], is_symlink: &dyn Fn(&str) -> bool) -> Vec
                     format!("written through the existing symlink {link}"),
                 ));
             }
+        }
+        if file.change != FileChange::Added
+            && file.change != FileChange::Deleted
+            && !file.symlink
+            && path_problem(&file.path).is_none()
+            && is_symlink(&file.path)
+        {
+            refusals.push(Refusal::new(
+                &file.path,
+                "changes the existing symlink without saying it is one (its new target cannot be \
+                 checked)",
+            ));
         }
         if let Some(from) = file.from.as_deref()
             && !file.symlink

@@ -175,18 +175,28 @@ fn against_a_tree() {
             change: FileChange::Modified,
             ..file("deep/moved")
         },
+        FilePatch {
+            change: FileChange::Modified,
+            ..file("vendor")
+        },
     ];
     let got = check_tree(&files, &is_symlink);
     let paths: Vec<&str> = got.iter().map(|r| r.path.as_str()).collect();
     assert_eq!(
         paths,
-        ["deep/moved", "docs/assets/hooks/pre-commit", "shortcut"],
+        [
+            "deep/moved",
+            "docs/assets/hooks/pre-commit",
+            "shortcut",
+            "vendor"
+        ],
         "{got:?}"
     );
     assert!(got[0].reason.contains("moves or copies the symlink vendor"));
     assert!(got[1].reason.contains("existing symlink docs/assets"));
     let through = "goes through the existing symlink vendor";
     assert!(got[2].reason.contains(through));
+    assert!(got[3].reason.contains("changes the existing symlink"));
 }
 
 #[test]

@@ -112,7 +112,7 @@ fn parse_section(text: &[u8]) -> Result<FilePatch, ParseError> {
     let (mut rename_from, mut rename_to) = (None, None);
     let (mut added, mut deleted, mut new_mode) = (false, false, None);
     let (mut additions, mut deletions, mut binary, mut in_hunks) = (0, 0, false, false);
-    let (mut file_mode, mut index_mode) = (None, None);
+    let (mut file_mode, mut index_mode, mut old_mode) = (None, None, None);
     let mut added_lines: Vec<&[u8]> = Vec::new();
     for line in lines {
         if in_hunks {
@@ -157,6 +157,8 @@ fn parse_section(text: &[u8]) -> Result<FilePatch, ParseError> {
                 .map(|m| lossy(m).trim().to_owned());
         } else if line.starts_with(b"deleted file mode ") {
             deleted = true;
+        } else if let Some(mode) = line.strip_prefix(b"old mode ") {
+            old_mode = Some(lossy(mode));
         } else if let Some(mode) = line.strip_prefix(b"new mode ") {
             new_mode = Some(lossy(mode).trim().to_owned());
         }
@@ -175,12 +177,11 @@ fn parse_section(text: &[u8]) -> Result<FilePatch, ParseError> {
     } else {
         FileChange::Modified
     };
-    const LINK: &str = "120000";
+    // Any mode line that names a symlink makes it one: the target must then be checked.
     let symlink = !deleted
-        && [&file_mode, &new_mode, &index_mode]
+        && [&file_mode, &new_mode, &index_mode, &old_mode]
             .iter()
-            .find_map(|m| m.as_deref())
-            == Some(LINK);
+            .any(|m| m.as_deref().is_some_and(is_link_mode));
     let link_target = match added_lines.as_slice() {
         [one] if symlink && !binary => Some(lossy(one)),
         _ => None,
@@ -197,6 +198,16 @@ fn parse_section(text: &[u8]) -> Result<FilePatch, ParseError> {
         link_target,
         text: text.to_vec(),
     })
+}
+
+/// Whether a mode, read as git reads it (leading octal digits), is a symlink's.
+fn is_link_mode(mode: &str) -> bool {
+    let digits: String = mode
+        .trim_start()
+        .chars()
+        .take_while(|c| ('0'..='7').contains(c))
+        .collect();
+    u32::from_str_radix(&digits, 8).is_ok_and(|m| m & 0o170_000 == 0o120_000)
 }
 
 /// The two names of a `diff --git a/X b/Y` line (prefixes removed). Unquoted names with spaces

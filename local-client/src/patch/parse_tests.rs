@@ -240,12 +240,26 @@ fn symlinks_and_their_targets() {
             false,
             None,
         ),
+        // Not what git writes (a type change is a deletion and an addition): judged a symlink
+        // whose target is not spelled out, so it is refused.
         (
             "diff --git a/link b/link\nold mode 120000\nnew mode 100644\n",
-            false,
+            true,
             None,
         ),
         (MODIFY, false, None),
+        // git reads modes as octal numbers: these are symlinks too.
+        (
+            "diff --git a/l b/l\nindex 1..2 0120000\n--- a/l\n+++ b/l\n@@ -1 +1 @@\n-a\n+/etc\n",
+            true,
+            Some("/etc"),
+        ),
+        (
+            "diff --git a/l b/l\nnew file mode 0127777\nindex 0..1\n--- /dev/null\n+++ b/l\n\
+             @@ -0,0 +1 @@\n+/etc\n",
+            true,
+            Some("/etc"),
+        ),
     ];
     for (text, symlink, target) in cases {
         let files = split(text.as_bytes()).unwrap();

@@ -388,3 +388,37 @@ fn moving_a_symlink_without_its_target_in_the_patch_is_refused() {
         refused(&run, "up", "moves or copies the symlink a/b/up");
     }
 }
+
+#[test]
+fn retargeting_an_existing_symlink_is_checked_however_its_mode_is_spelled() {
+    let home = Home::new();
+    let repo = Repo::new(home.path());
+    std::fs::create_dir_all(repo.path.join("docs")).unwrap();
+    std::os::unix::fs::symlink("../logo.png", repo.path.join("docs/logo")).unwrap();
+    repo.commit_all("a link inside");
+    let base = repo.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let repo = Repo { base, ..repo };
+    let old = blob_id("../logo.png");
+    let new = blob_id("/etc/shadow");
+    // (the mode as the index line spells it, why)
+    for (mode, why) in [
+        ("120000", "absolute target"),
+        ("0120000", "absolute target"),
+        ("100644", "changes the existing symlink"),
+    ] {
+        let patch = format!(
+            "diff --git a/docs/logo b/docs/logo\nindex {old}..{new} {mode}\n--- a/docs/logo\n\
+             +++ b/docs/logo\n@@ -1 +1 @@\n-../logo.png\n\\ No newline at end of file\n\
+             +/etc/shadow\n\\ No newline at end of file\n"
+        );
+        let server = server_with(&repo, patch.into_bytes());
+        let before = everything(&repo);
+        for flags in [&[][..], &["--worktree"]] {
+            let run = pull(&home, &server, &repo.path, flags);
+            assert_untouched(&repo, &before, &run);
+            refused(&run, "docs/logo", why);
+        }
+    }
+    let target = std::fs::read_link(repo.path.join("docs/logo")).unwrap();
+    assert_eq!(target, Path::new("../logo.png"));
+}

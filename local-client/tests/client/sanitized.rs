@@ -263,13 +263,12 @@ fn open_hands_only_the_servers_own_origin_to_the_browser() {
     let out = open(&good);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{good}\n"));
-    // The browser runs in the background: wait for it, then it was the only one ever run.
+    // The browser runs in the background: wait for its whole line, then it was the only one
+    // ever run.
+    let opened = || std::fs::read_to_string(&marker).unwrap_or_default();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !marker.exists() && std::time::Instant::now() < deadline {
+    while !opened().ends_with('\n') && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert_eq!(
-        std::fs::read_to_string(&marker).unwrap(),
-        format!("{good}\n")
-    );
+    assert_eq!(opened(), format!("{good}\n"));
 }
