@@ -53,7 +53,7 @@ fn script(fake_port: Arc<AtomicU16>, host: PathBuf, marker: String) -> Script {
             ),
             2 => Reply::tool_use(
                 "Bash",
-                json!({"command": "mkdir -p notes && printf '\\000\\377\\n\\001' > notes/data.bin && ls -l notes"}),
+                json!({"command": "mkdir -p notes && printf '\\000\\377\\n\\001' > notes/data.bin && ln -s /etc/shadow leak && ln -s ../.git notes/assets && ls -l notes"}),
             ),
             3 => Reply::tool_use("Bash", json!({"command": "sh test.sh"})),
             4 => Reply::tool_use(
@@ -228,6 +228,9 @@ async fn execute_and_pull(runner: &str) {
         "{result:?}"
     );
     assert!(summary.files[2].binary);
+    // Symlinks the agent made out of the repository and into .git are refused, not carried.
+    let refused: Vec<&str> = summary.left_out.iter().map(|l| l.path.as_str()).collect();
+    assert_eq!(refused, ["leak", "notes/assets"], "{result:?}");
 
     // The project's tests ran in the sandbox and passed.
     assert!(bash_output(&seen, "all tests passed").contains("all tests passed"));
