@@ -11,7 +11,8 @@
 //! - **File names**: an occurrence followed by `.` and a word character is ignored
 //!   (`ultraplan.md`); a sentence-ending `ultraplan.` triggers.
 //! - **Rewrite**: only the first trigger is rewritten, by dropping its first five letters and
-//!   keeping the case of the rest (`Ultraplan` → `plan`, `ULTRAPLAN` → `PLAN`).
+//!   keeping the case of the rest (`Ultraplan` → `plan`, `ULTRAPLAN` → `PLAN`); a prompt that
+//!   holds nothing but the keyword is rewritten to the empty string.
 //! - **Pasted text** is not what the user typed: [`detect_with_pasted`] masks the pasted byte
 //!   ranges (each pasted character behaves like a space) before detection.
 //!
@@ -64,12 +65,10 @@ impl KeywordMatch {
     }
 
     /// True when the prompt is triggered but says nothing besides the keyword: with the first
-    /// trigger removed only whitespace remains (`ultraplan`, `  ULTRAPLAN `). The caller shows
-    /// usage instead of launching.
+    /// trigger removed only whitespace remains (`ultraplan`, `  ULTRAPLAN `), so the rewrite is
+    /// empty. The caller shows usage instead of launching.
     pub fn prompt_is_empty(&self) -> bool {
-        self.triggers.first().is_some_and(|t| {
-            self.original[..t.start].trim().is_empty() && self.original[t.end..].trim().is_empty()
-        })
+        self.rewritten.as_deref() == Some("")
     }
 }
 
@@ -171,7 +170,12 @@ fn inside_any(spans: &[Range<usize>], t: Trigger) -> bool {
     after > 0 && t.end <= spans[after - 1].end
 }
 
+/// The prompt to send for a trigger at `t`: the keyword loses its first five letters, and a
+/// prompt that holds nothing but the keyword becomes empty (the caller then shows usage).
 fn rewrite(text: &str, t: Trigger) -> String {
+    if text[..t.start].trim().is_empty() && text[t.end..].trim().is_empty() {
+        return String::new();
+    }
     let mut out = String::with_capacity(text.len());
     out.push_str(&text[..t.start]);
     out.push_str(&text[t.start + DROPPED_PREFIX..]);

@@ -107,8 +107,9 @@ const CASES: &[Case] = &[
     ("ultraplan, please", &[0], Some("plan, please")),
     // Whitespace and empty prompts.
     ("", &[], None),
-    ("ultraplan", &[0], Some("plan")),
-    ("   ultraplan   ", &[3], Some("   plan   ")),
+    ("ultraplan", &[0], Some("")),
+    ("   ultraplan   ", &[3], Some("")),
+    ("ULTRAPLAN\n", &[0], Some("")),
     ("ultraplan\tfix", &[0], Some("plan\tfix")),
     ("line one\nultraplan two", &[9], Some("line one\nplan two")),
     // Non-ASCII.
@@ -225,10 +226,15 @@ pub(super) fn check_invariants(text: &str, pasted: &[std::ops::Range<usize>]) {
         assert!(text[t.start..t.end].eq_ignore_ascii_case(KEYWORD));
     }
     match m.triggers.first() {
+        Some(t) if text[..t.start].trim().is_empty() && text[t.end..].trim().is_empty() => {
+            assert_eq!(m.rewritten.as_deref(), Some(""), "keyword-only {text:?}");
+            assert!(m.prompt_is_empty());
+        }
         Some(t) => {
             let rewritten = m.rewritten.as_deref().unwrap_or_default();
             assert_eq!(rewritten.len(), text.len() - 5);
             assert_eq!(&rewritten[..t.start], &text[..t.start]);
+            assert!(!m.prompt_is_empty());
         }
         None => assert!(m.rewritten.is_none()),
     }

@@ -35,6 +35,18 @@ fn keyword_prints_triggers_and_rewrite() {
 }
 
 #[test]
+fn keyword_alone_rewrites_to_the_empty_prompt() {
+    assert_eq!(
+        stdout_of(&["keyword", "ultraplan"]),
+        "{\"triggers\":[{\"start\":0,\"end\":9}],\"rewritten\":\"\"}\n"
+    );
+    assert_eq!(
+        stdout_of(&["keyword", "  ULTRAPLAN "]),
+        "{\"triggers\":[{\"start\":2,\"end\":11}],\"rewritten\":\"\"}\n"
+    );
+}
+
+#[test]
 fn keyword_without_trigger_echoes_the_text() {
     assert_eq!(
         stdout_of(&["keyword", "open ultraplan.tsx"]),
