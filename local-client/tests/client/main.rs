@@ -12,6 +12,7 @@ mod hook;
 mod launch;
 mod poll;
 mod pull;
+mod pull_download;
 mod pull_safety;
 mod repl;
 mod sanitized;
