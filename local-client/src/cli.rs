@@ -170,10 +170,15 @@ pub enum Command {
     /// touched unless you choose: a new branch ultraplan/ID in a fresh worktree at the
     /// session's base commit (--worktree), or stash your changes, apply, pop them (--stash). A
     /// terminal asks; without one, the choices are printed and nothing changes.
+    ///
+    /// A patch that would write into .git, through a symlink, or leave a symlink pointing
+    /// out of the repository or into .git, or that git reads differently from the report, is
+    /// refused whole: every refused file is listed with why, and nothing is touched. The
+    /// download is capped at 64 MiB (ULTRAPLAN_MAX_PATCH_BYTES overrides it).
     #[command(
-        after_help = "Exit status: 0 applied, or nothing to do; 1 conflicts, a dirty \
-                            tree left untouched, cancelled, or another failure; 2 usage \
-                            errors (bad arguments, not a git repository)."
+        after_help = "Exit status: 0 applied, or nothing to do; 1 conflicts, a refused \
+                            patch, a dirty tree left untouched, cancelled, or another \
+                            failure; 2 usage errors (bad arguments, not a git repository)."
     )]
     Pull(PullArgs),
     /// Save the server URL and token (taken from --server and --token).
