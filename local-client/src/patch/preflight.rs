@@ -153,6 +153,11 @@ fn verdict(git: &Git, file: &FilePatch) -> Result<Verdict, GitError> {
     if reverse.success {
         return Ok(classify(probe(&forward), probe(&reverse), None));
     }
+    // A 3-way merge only for a file that exists in the base: a new file is never merged
+    // over whatever is at its path.
+    if file.change == ultraplan_protocol::patch::FileChange::Added {
+        return Ok(classify(probe(&forward), probe(&reverse), None));
+    }
     let three_way = check(git, &["--3way"], &file.text)?;
     Ok(classify(
         probe(&forward),

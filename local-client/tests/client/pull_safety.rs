@@ -374,3 +374,22 @@ fn retargeting_an_existing_symlink_is_checked_however_its_mode_is_spelled() {
     let target = std::fs::read_link(repo.path.join("docs/logo")).unwrap();
     assert_eq!(target, Path::new("../logo.png"));
 }
+
+#[test]
+fn a_new_file_is_never_merged_over_one_already_there() {
+    let home = Home::new();
+    let repo = Repo::new(home.path());
+    let server = server_with(&repo, repo.patch(usual_change));
+    // An empty file where the patch creates one: a 3-way merge from an empty base would
+    // "cleanly" write over it.
+    repo.write("src/extra.rs", "");
+    repo.commit_all("an empty file in the way");
+    let before = everything(&repo);
+    let run = pull(&home, &server, &repo.path, &[]);
+    assert_eq!(run.code, 1, "{run}");
+    let line = line_of(&run, "src/extra.rs");
+    assert!(line.contains("conflicted"), "{run}");
+    assert!(line.contains("already exists"), "{run}");
+    assert!(!run.stdout.contains("3-way"), "{run}");
+    assert_eq!(everything(&repo), before);
+}
