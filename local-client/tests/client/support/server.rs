@@ -58,6 +58,8 @@ pub struct Config {
     pub patch_streamed: bool,
     /// The patch is sent with this `Content-Length`, whatever its real length.
     pub patch_claimed_length: Option<u64>,
+    /// `GET /v1/sessions/{id}` answers this error message (403) instead.
+    pub session_error: Option<String>,
 }
 
 impl Default for Config {
@@ -78,6 +80,7 @@ impl Default for Config {
             title: "fix the auth flow".into(),
             patch_streamed: false,
             patch_claimed_length: None,
+            session_error: None,
         }
     }
 }
@@ -327,6 +330,9 @@ async fn get_session(State(shared): State<Shared>, Path(id): Path<String>) -> Re
     let mut inner = shared.lock().unwrap();
     if id != SESSION_ID {
         return error(404, "not_found", "session not found");
+    }
+    if let Some(message) = &inner.config.session_error {
+        return error(403, "forbidden\u{1b}[8m", message);
     }
     let n = inner.recorded.session_gets as usize;
     inner.recorded.session_gets += 1;
