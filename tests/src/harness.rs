@@ -352,9 +352,11 @@ pub fn demo_repo() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-/// Lines of the process table that mention `needle` (agents started for a data dir carry it in
-/// their command line through the bundle mount). Panics when `ps` cannot be run: an empty answer
-/// must mean "no such process", never "could not look".
+/// Lines of the process table of processes that mention `needle` in their command line or
+/// have a path under it mounted (sandboxed agents: their command lines name no host path, but
+/// the bundle they run over is bound in their mount table, whose root field names the host
+/// path). Panics when `ps` cannot be run: an empty answer must mean "no such process", never
+/// "could not look".
 pub fn processes_mentioning(needle: &str) -> Vec<String> {
     let output = match std::process::Command::new("ps")
         .args(["-eo", "pid,args"])
@@ -370,9 +372,23 @@ pub fn processes_mentioning(needle: &str) -> Vec<String> {
     };
     String::from_utf8_lossy(&output.stdout)
         .lines()
-        .filter(|l| l.contains(needle) && !l.contains(" ps -eo"))
+        .filter(|l| (l.contains(needle) || mounts_under(l, needle)) && !l.contains(" ps -eo"))
         .map(str::to_owned)
         .collect()
+}
+
+/// Whether the process of a `pid,args` line has a mount whose root (the fourth field of
+/// `/proc/PID/mountinfo`: the bound path within its filesystem) lies under `needle`.
+fn mounts_under(line: &str, needle: &str) -> bool {
+    let Some(pid) = line.split_whitespace().next() else {
+        return false;
+    };
+    std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).is_ok_and(|table| {
+        table
+            .lines()
+            .filter_map(|m| m.split(' ').nth(3))
+            .any(|root| root.starts_with(needle))
+    })
 }
 
 /// Containers (any state) Docker holds for a session. Panics when Docker cannot be asked, so no

@@ -127,13 +127,44 @@ pub fn detect() -> CgroupMode {
         return CgroupMode::None("cannot read /proc/self/mountinfo or /proc/self/cgroup".into());
     };
     let mounts = parse_mounts(&mountinfo);
-    let v2_problem = match detect_v2(&mounts, &own) {
-        Ok(mode) => return mode,
-        Err(problem) => problem,
-    };
-    match detect_v1(&mounts, &own) {
+    let mode = match detect_v2(&mounts, &own) {
         Ok(mode) => mode,
-        Err(v1_problem) => CgroupMode::None(format!("{v2_problem}; {v1_problem}")),
+        Err(v2_problem) => match detect_v1(&mounts, &own) {
+            Ok(mode) => mode,
+            Err(v1_problem) => CgroupMode::None(format!("{v2_problem}; {v1_problem}")),
+        },
+    };
+    let parents: Vec<&PathBuf> = match &mode {
+        CgroupMode::V2 { parent } => vec![parent],
+        CgroupMode::V1 { memory, pids, cpu } => [Some(memory), Some(pids), cpu.as_ref()]
+            .into_iter()
+            .flatten()
+            .collect(),
+        CgroupMode::None(_) => Vec::new(),
+    };
+    for parent in parents {
+        sweep(parent);
+    }
+    mode
+}
+
+/// Remove the empty session cgroups a killed server left behind. Only those idle for a
+/// minute: a server starting beside this one may have just made one for a sandbox.
+fn sweep(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for dir in entries.filter_map(Result::ok).map(|e| e.path()) {
+        let idle = std::fs::metadata(&dir)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > Duration::from_secs(60));
+        let empty = read(&dir.join("cgroup.procs")).is_some_and(|p| p.trim().is_empty());
+        if dir.is_dir() && idle && empty {
+            // A cgroup that is not empty after all refuses removal; nothing else happens.
+            let _ = std::fs::remove_dir(&dir);
+        }
     }
 }
 

@@ -265,7 +265,10 @@ mod tests {
         );
         assert_eq!(after(args, "--bind"), Vec::<&str>::new());
         assert_eq!(after(args, "--uid"), vec!["65534"]);
-        assert!(!args.iter().any(|a| a == "--"), "the command follows on the command line");
+        assert!(
+            !args.iter().any(|a| a == "--"),
+            "the command follows on the command line"
+        );
         let envs: Vec<&str> = args
             .windows(2)
             .filter(|w| w[0] == "--setenv")
