@@ -143,7 +143,7 @@ fn bash_output(events: &[Event], needle: &str) -> String {
 }
 
 /// Wait for the session's first plan and approve it.
-async fn approve_first_plan(server: &ServerProcess, id: &str, seen: &mut Vec<Event>) {
+pub(crate) async fn approve_first_plan(server: &ServerProcess, id: &str, seen: &mut Vec<Event>) {
     let plan = server
         .wait_for(id, seen, |e| plan_call(e).is_some())
         .await
@@ -157,7 +157,11 @@ async fn approve_first_plan(server: &ServerProcess, id: &str, seen: &mut Vec<Eve
 }
 
 /// Wait for the `result` that reports the execution's patch.
-async fn wait_for_patch(server: &ServerProcess, id: &str, seen: &mut Vec<Event>) -> ResultEvent {
+pub(crate) async fn wait_for_patch(
+    server: &ServerProcess,
+    id: &str,
+    seen: &mut Vec<Event>,
+) -> ResultEvent {
     let done = server
         .wait_for(id, seen, |e| patch_result(e).is_some())
         .await

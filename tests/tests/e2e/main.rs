@@ -3,6 +3,7 @@
 
 mod common;
 mod execution;
+mod execution_limits;
 mod flows;
 mod gateway_anthropic;
 mod gateway_openai;
