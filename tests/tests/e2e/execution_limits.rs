@@ -81,7 +81,7 @@ async fn an_execution_that_fills_its_disk_ends_with_the_patch_of_what_fit() {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|n| n.parse().ok())
         .unwrap_or(u64::MAX);
-    assert!(stopped >= 1 && stopped < 8, "{fill}");
+    assert!((1..8).contains(&stopped), "{fill}");
     let escapes = outputs
         .iter()
         .find(|t| t.contains("USERNS_"))
