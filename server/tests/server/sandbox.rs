@@ -371,6 +371,7 @@ pub(crate) struct SandboxView {
     /// The cgroup v1 directories (memory, pids) of the first pid.
     pub(crate) memory_dir: Option<PathBuf>,
     pub(crate) pids_dir: Option<PathBuf>,
+    pub(crate) cpu_dir: Option<PathBuf>,
     /// The cgroups the server created for it (bwrap).
     pub(crate) cgroup_dirs: Vec<PathBuf>,
 }
@@ -409,6 +410,7 @@ async fn sandbox_view(session_id: &str, cgroup_dirs: Vec<PathBuf>) -> SandboxVie
     SandboxView {
         memory_dir: of("memory"),
         pids_dir: of("pids"),
+        cpu_dir: of("cpu"),
         pids,
         cgroup_dirs,
     }

@@ -39,6 +39,7 @@ struct HostSide {
     oom_kills: Option<u64>,
     pids_max: Option<String>,
     pids_events: Option<u64>,
+    cpu_quota: Option<String>,
     cgroup_dirs: Vec<PathBuf>,
 }
 
@@ -85,6 +86,11 @@ fn look(view: &SandboxView) -> HostSide {
         pids_events: pids
             .as_ref()
             .and_then(|d| counter(&d.join("pids.events"), "max")),
+        cpu_quota: view.cpu_dir.as_ref().and_then(|d| {
+            let quota = std::fs::read_to_string(d.join("cpu.cfs_quota_us")).ok()?;
+            let period = std::fs::read_to_string(d.join("cpu.cfs_period_us")).ok()?;
+            Some(format!("{}/{}", quota.trim(), period.trim()))
+        }),
         cgroup_dirs: view.cgroup_dirs.clone(),
     }
 }
@@ -152,13 +158,14 @@ async fn aggregate_case(kind: RunnerKind) {
     let host = seen.unwrap_or_else(|| panic!("{name}: the host never looked"));
     eprintln!(
         "== {name} from the host: uids {:?}, memory peak {:?} of limit {:?}, OOM kills {:?}, \
-         pids.max {:?} hit {:?} times, cgroups {:?}",
+         pids.max {:?} hit {:?} times, cpu quota/period {:?}, cgroups {:?}",
         host.uids,
         host.memory_peak,
         host.memory_limit,
         host.oom_kills,
         host.pids_max,
         host.pids_events,
+        host.cpu_quota,
         host.cgroup_dirs
     );
     let mut failures = Vec::new();
@@ -212,6 +219,11 @@ fn check_processes(run: &ProbeRun, host: &HostSide, check: &mut impl FnMut(bool,
     check(
         host.pids_events.is_some_and(|n| n > 0),
         format!("pids.events max is {:?}", host.pids_events),
+    );
+    // One CPU: quota equals period.
+    check(
+        host.cpu_quota.as_deref() == Some("100000/100000"),
+        format!("the CPU quota is {:?}", host.cpu_quota),
     );
     check(
         !host.uids.is_empty(),
