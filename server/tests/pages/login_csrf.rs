@@ -163,6 +163,19 @@ async fn a_cross_site_login_link_never_switches_the_logged_in_user() {
 }
 
 #[tokio::test]
+async fn a_users_own_link_from_another_site_asks_too() {
+    let server = Server::start().await;
+    let alice = server.user("alice").await;
+    let alice_cookie = server.cookie(&alice).await;
+    let url = link_for(&server, &alice).await;
+    let (status, html, set) = open(&server, &url, Some(&alice_cookie), Some("cross-site")).await;
+    assert_eq!(status, 200);
+    assert!(html.contains("Log in as alice?"), "{html}");
+    assert!(!html.contains("id=\"current-user\""), "{html}");
+    assert!(cookie_pair(&set, "ultraplan_session").is_none());
+}
+
+#[tokio::test]
 async fn the_same_user_or_a_fresh_browser_logs_in_at_once() {
     let server = Server::start().await;
     let alice = server.user("alice").await;

@@ -68,7 +68,10 @@ pub async fn page(
         layout,
         form_token: form_token.clone(),
         link: token.to_owned(),
-        current: current.map(|u| u.name.clone()),
+        // Someone else's account is at stake only when the link is for another user.
+        current: current
+            .filter(|u| u.id != link.user_id)
+            .map(|u| u.name.clone()),
         target,
         cross_site,
     };
