@@ -63,6 +63,28 @@ pub struct ServerProcess {
     _dir: TempDir,
 }
 
+/// A root server mounts each execution workspace as a tmpfs (it outlives the server, so an
+/// execution resumes after a restart): a test's server takes its mounts away with it, so the
+/// data dir can be removed.
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.start_kill();
+        }
+        let Ok(table) = std::fs::read_to_string("/proc/self/mountinfo") else {
+            return;
+        };
+        let prefix = format!("{}/", self.data_dir.display());
+        for point in table.lines().filter_map(|l| l.split(' ').nth(4)) {
+            if point.starts_with(&prefix) {
+                let _ = std::process::Command::new("umount")
+                    .args(["-l", point])
+                    .status();
+            }
+        }
+    }
+}
+
 impl ServerProcess {
     /// Start a server with extra environment (runner, model, provider URLs…) and one user.
     pub async fn start(env: &[(&str, &str)]) -> anyhow::Result<Self> {
