@@ -1,7 +1,9 @@
 //! The OpenAPI document, generated from the handlers' annotations and the protocol types.
 
 use utoipa::OpenApi;
+use utoipa::openapi::path::{Operation, ParameterIn, PathItem};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 
 use crate::api;
 
@@ -26,7 +28,7 @@ use crate::api;
         api::events::post,
         crate::pages::login::mint,
     ),
-    modifiers(&BearerAuth)
+    modifiers(&BearerAuth, &CommonResponses)
 )]
 struct ApiDoc;
 
@@ -40,6 +42,73 @@ impl utoipa::Modify for BearerAuth {
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
     }
+}
+
+/// Responses every handler can give because of the layers and extractors they share, so clients
+/// (and schema-driven fuzzers) are told about them: 401 and 429 where a token is required (the
+/// auth extractor and the rate limiter), 400 where a path, query or body is parsed, 404 where a
+/// path names a resource (unknown, or another user's), 413 where a body is read. A response an
+/// annotation documents itself is kept as written.
+struct CommonResponses;
+
+impl utoipa::Modify for CommonResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            for op in operations(item) {
+                let secured = op.security.as_ref().is_some_and(|s| !s.is_empty());
+                let has = |at: ParameterIn| {
+                    op.parameters.iter().flatten().any(|p| match p {
+                        RefOr::T(p) => p.parameter_in == at,
+                        RefOr::Ref(_) => false,
+                    })
+                };
+                let (path, query) = (has(ParameterIn::Path), has(ParameterIn::Query));
+                let body = op.request_body.is_some();
+                let common = [
+                    (secured, "401", "missing or invalid API token"),
+                    (secured, "429", "rate limited; retry after the Retry-After header"),
+                    (path || query || body, "400", "malformed path, query or body"),
+                    (path, "404", "no such resource for this user"),
+                    (body, "413", "request body too large"),
+                ];
+                for (applies, code, text) in common {
+                    if applies {
+                        add_error(op, code, text);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+    [
+        item.get.as_mut(),
+        item.put.as_mut(),
+        item.post.as_mut(),
+        item.delete.as_mut(),
+        item.head.as_mut(),
+        item.patch.as_mut(),
+    ]
+    .into_iter()
+    .flatten()
+}
+
+fn add_error(op: &mut Operation, code: &str, description: &str) {
+    op.responses
+        .responses
+        .entry(code.to_owned())
+        .or_insert_with(|| {
+            let body = ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                .build();
+            RefOr::T(
+                ResponseBuilder::new()
+                    .description(description)
+                    .content("application/json", body)
+                    .build(),
+            )
+        });
 }
 
 /// The document served at `/v1/openapi.json`.
