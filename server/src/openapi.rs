@@ -64,10 +64,11 @@ impl utoipa::Modify for CommonResponses {
                 };
                 let (path, query) = (has(ParameterIn::Path), has(ParameterIn::Query));
                 let body = op.request_body.is_some();
+                let parsed = path || query || body;
                 let common = [
                     (secured, "401", "missing or invalid API token"),
-                    (secured, "429", "rate limited; retry after the Retry-After header"),
-                    (path || query || body, "400", "malformed path, query or body"),
+                    (secured, "429", "rate limited (see Retry-After)"),
+                    (parsed, "400", "malformed path, query or body"),
                     (path, "404", "no such resource for this user"),
                     (body, "413", "request body too large"),
                 ];
