@@ -1,10 +1,12 @@
 //! Thousands of idle sessions polled the way the terminal client polls them (docs/ARCHITECTURE.md
 //! §8: p99 under 50 ms per poll on 2 cores; memory per idle session in kilobytes). Every session is
 //! polled every 3 s, first with two requests (the session, then the events after the last id), then
-//! with the client's one (`include=session`); no agent runs, so every poll is the idle case. Runs
-//! the release server binary.
+//! with the client's one (`include=session`); no agent runs, so every poll is the idle case. Then a
+//! second server holds REVIEW sessions awaiting review, each with its live agent in a bwrap
+//! sandbox (offline planner), polled the same way: memory per session on the server and in the
+//! agents. Runs the release server binary.
 //!
-//!   bench/idle_pollers.sh [SESSIONS] [SECONDS]
+//!   bench/idle_pollers.sh [SESSIONS] [SECONDS] [REVIEW]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::sync::Arc;
@@ -136,6 +138,91 @@ async fn main() {
          polled session",
         rss_after.saturating_sub(rss_before) as f64 / sessions as f64
     );
+    drop(server);
+    awaiting_review(arg(3, 100) as usize, seconds).await;
+}
+
+/// Sessions whose plan waits for review hold a live agent: what each costs, on the server and
+/// in its sandbox, while they are polled like the idle ones.
+async fn awaiting_review(sessions: usize, seconds: u64) {
+    if sessions == 0 {
+        return;
+    }
+    let cap = (sessions + 8).to_string();
+    let server = ServerProcess::start(&[
+        ("ULTRAPLAN_RUNNER", "bwrap"),
+        ("ULTRAPLAN_MAX_RUNNING", &cap),
+        ("ULTRAPLAN_RATE_LIMIT", "0"),
+        ("ULTRAPLAN_READ_RATE_LIMIT", "0"),
+        ("ULTRAPLAN_LOG", "warn"),
+        ("ULTRAPLAN_MODEL", "offline"),
+    ])
+    .await
+    .expect("server");
+    let pid = server.pid().expect("pid");
+    let bundle = server.upload(&demo_repo()).await.expect("upload");
+    let (agents_before, _) = agents_rss_kib();
+    let rss_before = rss_kib(pid);
+    let mut ids = Vec::with_capacity(sessions);
+    for i in 0..sessions {
+        let prompt = format!("review {i}: reject empty passwords in login");
+        ids.push(
+            server
+                .create_session(&bundle, &prompt)
+                .await
+                .expect("create"),
+        );
+    }
+    for id in &ids {
+        wait_for_review(&server, id).await;
+    }
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(sessions)
+        .build()
+        .expect("client");
+    let all = run_pollers(&http, &server, &ids, seconds, Style::OneRequest).await;
+    let at = |q: f64| all[((all.len() - 1) as f64 * q).round() as usize];
+    let (agents, agent_kib) = agents_rss_kib();
+    let server_kib = rss_kib(pid).saturating_sub(rss_before);
+    println!(
+        "awaiting review: {sessions} sessions with live agents ({} agent processes), polled every \
+         {POLL_EVERY:?} for {seconds} s: p50 {:?}, p99 {:?}; server {:.1} KiB per session, agents \
+         {:.1} KiB per session ({:.0} KiB RSS each)",
+        agents - agents_before,
+        at(0.5),
+        at(0.99),
+        server_kib as f64 / sessions as f64,
+        agent_kib as f64 / sessions as f64,
+        agent_kib as f64 / (agents - agents_before).max(1) as f64,
+    );
+}
+
+/// Waits (bounded) until the session's plan waits for review.
+async fn wait_for_review(server: &ServerProcess, id: &str) {
+    for _ in 0..1200 {
+        let session = server.session(id).await.expect("session");
+        if session["phase"] == "plan_ready" {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("session {id} never reached its plan");
+}
+
+/// How many agent processes run on this machine, and their resident memory in KiB.
+fn agents_rss_kib() -> (usize, u64) {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return (0, 0);
+    };
+    let agents: Vec<u32> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|comm| comm.trim() == "ultraplan-agent")
+        })
+        .collect();
+    (agents.len(), agents.iter().map(|pid| rss_kib(*pid)).sum())
 }
 
 /// Every session polled every [`POLL_EVERY`] (staggered) for `seconds`; the sorted poll times.
