@@ -47,8 +47,8 @@ impl utoipa::Modify for BearerAuth {
 /// Responses every handler can give because of the layers and extractors they share, so clients
 /// (and schema-driven fuzzers) are told about them: 401 and 429 where a token is required (the
 /// auth extractor and the rate limiter), 400 where a path, query or body is parsed, 404 where a
-/// path names a resource (unknown, or another user's), 413 where a body is read. A response an
-/// annotation documents itself is kept as written.
+/// path names a session (unknown, or another user's), 408 and 413 where a body is read (the body
+/// deadline and size limits). A response an annotation documents itself is kept as written.
 struct CommonResponses;
 
 impl utoipa::Modify for CommonResponses {
@@ -56,20 +56,22 @@ impl utoipa::Modify for CommonResponses {
         for item in openapi.paths.paths.values_mut() {
             for op in operations(item) {
                 let secured = op.security.as_ref().is_some_and(|s| !s.is_empty());
-                let has = |at: ParameterIn| {
+                let has = |at: ParameterIn, named: Option<&str>| {
                     op.parameters.iter().flatten().any(|p| match p {
-                        RefOr::T(p) => p.parameter_in == at,
+                        RefOr::T(p) => p.parameter_in == at && named.is_none_or(|n| p.name == n),
                         RefOr::Ref(_) => false,
                     })
                 };
-                let (path, query) = (has(ParameterIn::Path), has(ParameterIn::Query));
+                let path = has(ParameterIn::Path, None);
+                let session = has(ParameterIn::Path, Some("id"));
                 let body = op.request_body.is_some();
-                let parsed = path || query || body;
+                let parsed = path || has(ParameterIn::Query, None) || body;
                 let common = [
                     (secured, "401", "missing or invalid API token"),
                     (secured, "429", "rate limited (see Retry-After)"),
                     (parsed, "400", "malformed path, query or body"),
-                    (path, "404", "no such resource for this user"),
+                    (session, "404", "no such session for this user"),
+                    (body, "408", "request body too slow or past its deadline"),
                     (body, "413", "request body too large"),
                 ];
                 for (applies, code, text) in common {
