@@ -1,4 +1,4 @@
-//! The command line, declared with clap (DESIGN §3.6).
+//! The command line, declared with clap (docs/ARCHITECTURE.md §3.6).
 //!
 //! `ultraplan` alone opens the interactive prompt, `ultraplan "<prompt>"` is a one-shot launch,
 //! and the subcommands manage sessions. Configuration comes from flags, then the environment

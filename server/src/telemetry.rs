@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use crate::store::Store;
 
-/// Telemetry event names (DESIGN: `launched`, `create_failed{reason}`, `awaiting_input`,
+/// Telemetry event names (`launched`, `create_failed{reason}`, `awaiting_input`,
 /// `approved{execution_target}`, `failed{reason}`).
 pub mod names {
     pub const LAUNCHED: &str = "launched";

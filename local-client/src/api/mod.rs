@@ -1,4 +1,4 @@
-//! A small typed client of the server's `/v1` API (DESIGN §3.1).
+//! A small typed client of the server's `/v1` API (docs/ARCHITECTURE.md §3.1).
 
 mod error;
 

@@ -1,5 +1,5 @@
-//! The poll loop as a pure state machine (DESIGN §3.4): a poll result goes in, the actions
-//! the IO layer must take come out, in order. No sockets, no clocks: time is an input.
+//! The poll loop as a pure state machine (docs/ARCHITECTURE.md §3.4): a poll result goes in, the
+//! actions the IO layer must take come out, in order. No sockets, no clocks: time is an input.
 
 use std::time::Duration;
 

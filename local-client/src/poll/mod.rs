@@ -1,4 +1,5 @@
-//! The detached poller (DESIGN §3.4): a pure [`machine`] driven by a thin async [`driver`].
+//! The detached poller (docs/ARCHITECTURE.md §3.4): a pure [`machine`] driven by a thin async
+//! [`driver`].
 
 pub mod driver;
 pub mod machine;

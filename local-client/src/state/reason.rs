@@ -14,7 +14,7 @@ pub enum Outcome {
     Failed,
 }
 
-/// Why a watch failed (DESIGN §3.4).
+/// Why a watch failed (docs/ARCHITECTURE.md §3.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FailureReason {

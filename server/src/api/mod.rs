@@ -1,4 +1,4 @@
-//! The `/v1` JSON API (DESIGN §3.1).
+//! The `/v1` JSON API (docs/ARCHITECTURE.md §3.1).
 
 pub mod bundles;
 pub mod events;

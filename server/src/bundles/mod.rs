@@ -1,5 +1,5 @@
 //! The bundle store: streaming ingestion of uploaded repository bundles (gzip'd tar) with
-//! hostile-archive-safe extraction (DESIGN.md §3.1 `PUT /v1/bundles/{sha256}`, §5 Bundles).
+//! hostile-archive-safe extraction (docs/ARCHITECTURE.md §3.1 `PUT /v1/bundles/{sha256}`, §6.1).
 //!
 //! Layout under `store_root`:
 //! - `<sha>/`: the extracted tree (dirs 0755, files 0644 or 0755, relative symlinks that stay
