@@ -54,6 +54,8 @@ pub struct Config {
     pub anthropic_base_url: Option<String>,
     pub openai_api_key: Option<Secret>,
     pub openai_base_url: Option<String>,
+    /// Longest silence inside a streamed model answer before the gateway retries.
+    pub model_idle_timeout: std::time::Duration,
     pub bundle_limits: BundleLimits,
     /// Largest JSON request body.
     pub max_json_body: usize,
@@ -88,6 +90,7 @@ impl Config {
             anthropic_base_url: None,
             openai_api_key: None,
             openai_base_url: None,
+            model_idle_timeout: crate::gateway::DEFAULT_STREAM_IDLE_TIMEOUT,
             bundle_limits: BundleLimits::default(),
             max_json_body: 2 * 1024 * 1024,
             agent_binary: crate::runner::default_agent_binary(),

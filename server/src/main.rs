@@ -71,6 +71,9 @@ struct ServeArgs {
     openai_api_key: Option<String>,
     #[arg(long, env = "OPENAI_BASE_URL")]
     openai_base_url: Option<String>,
+    /// Seconds of silence inside a streamed model answer before the attempt is retried.
+    #[arg(long, env = "ULTRAPLAN_MODEL_IDLE_TIMEOUT_SECS", default_value_t = 90)]
+    model_idle_timeout_secs: u64,
     /// The static agent binary (default: `ultraplan-agent` beside this executable).
     #[arg(long, env = "ULTRAPLAN_AGENT_BIN")]
     agent_bin: Option<PathBuf>,
@@ -238,6 +241,7 @@ fn apply_serve_args(config: &mut Config, args: ServeArgs) {
     config.anthropic_base_url = non_empty(args.anthropic_base_url);
     config.openai_api_key = non_empty(args.openai_api_key).map(Secret::new);
     config.openai_base_url = non_empty(args.openai_base_url);
+    config.model_idle_timeout = std::time::Duration::from_secs(args.model_idle_timeout_secs.max(1));
     config.model = non_empty(args.model).unwrap_or_else(|| {
         Config::default_model(
             config.anthropic_api_key.is_some(),

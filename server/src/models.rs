@@ -27,6 +27,7 @@ impl Models {
                 openai_base_url: config.openai_base_url.clone(),
                 retry: RetryPolicy::default(),
                 request_timeout: Duration::from_secs(600),
+                stream_idle_timeout: config.model_idle_timeout,
             }),
         }
     }

@@ -52,6 +52,9 @@ pub struct GatewayConfig {
     pub retry: RetryPolicy,
     /// Longest one attempt (connect, stream to the end) may take before it counts as failed.
     pub request_timeout: Duration,
+    /// Longest silence inside a streamed answer before the attempt counts as failed (and is
+    /// retried): a stalled stream ends long before `request_timeout`.
+    pub stream_idle_timeout: Duration,
 }
 
 impl Default for GatewayConfig {
@@ -63,9 +66,14 @@ impl Default for GatewayConfig {
             openai_base_url: None,
             retry: RetryPolicy::default(),
             request_timeout: Duration::from_secs(600),
+            stream_idle_timeout: DEFAULT_STREAM_IDLE_TIMEOUT,
         }
     }
 }
+
+/// Default longest silence inside a streamed answer. Anthropic pings every few seconds and
+/// OpenAI-compatible servers stream tokens, so a minute and a half of nothing is a stall.
+pub const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// A model answer and how many attempts it took.
 #[derive(Debug, Clone, PartialEq)]
@@ -265,9 +273,10 @@ impl Gateway {
         if !response.status().is_success() {
             return Err(http::failure_from_response(response).await);
         }
+        let idle = self.config.stream_idle_timeout;
         match prepared.provider {
-            Provider::Anthropic => anthropic::read(response).await,
-            Provider::OpenAi => openai::read(response).await,
+            Provider::Anthropic => anthropic::read(response, idle).await,
+            Provider::OpenAi => openai::read(response, idle).await,
         }
     }
 

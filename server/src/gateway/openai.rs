@@ -55,9 +55,12 @@ pub(super) fn headers(key: Option<&Secret>) -> Result<HeaderMap, ModelError> {
 }
 
 /// Assemble a 2xx answer: SSE normally, JSON when the server did not stream.
-pub(super) async fn read(response: reqwest::Response) -> Result<ModelResponse, Failure> {
+pub(super) async fn read(
+    response: reqwest::Response,
+    idle: std::time::Duration,
+) -> Result<ModelResponse, Failure> {
     if is_json(response.headers()) {
         return parse_completion(&json_body(response).await?);
     }
-    read_stream(response, OpenAiStream::default()).await
+    read_stream(response, OpenAiStream::default(), idle).await
 }

@@ -1,6 +1,8 @@
 //! A small Server-Sent Events decoder (bytes in, events out) and the loop that feeds a provider's
 //! stream assembler from a response body.
 
+use std::time::Duration;
+
 use futures_util::StreamExt;
 use ultraplan_protocol::model::ModelResponse;
 
@@ -108,14 +110,24 @@ pub(super) trait StreamAssembler {
     fn finish(self) -> Result<ModelResponse, Failure>;
 }
 
-/// Read an SSE body to its end (or the assembler's completion) and assemble it.
+/// Read an SSE body to its end (or the assembler's completion) and assemble it. A body that
+/// sends nothing for `idle` fails as a (retryable) transport failure: a provider that stalls
+/// mid-stream must not hold the session until the whole-request timeout.
 pub(super) async fn read_stream<A: StreamAssembler>(
     response: reqwest::Response,
     mut assembler: A,
+    idle: Duration,
 ) -> Result<ModelResponse, Failure> {
     let mut decoder = SseDecoder::default();
     let mut body = response.bytes_stream();
-    while let Some(chunk) = body.next().await {
+    loop {
+        let Ok(next) = tokio::time::timeout(idle, body.next()).await else {
+            return Err(Failure::Transport(format!(
+                "stream stalled: no data for {} ms",
+                idle.as_millis()
+            )));
+        };
+        let Some(chunk) = next else { break };
         let chunk = chunk.map_err(|e| Failure::transport("stream interrupted", &e))?;
         for event in decoder.push(&chunk)? {
             if assembler.on_event(&event)? {
