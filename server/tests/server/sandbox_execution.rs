@@ -126,6 +126,7 @@ async fn execution_case(
         "run": [["/bin/sh", "-c", "echo made by the shell > /workspace/by-shell.txt"],
                 ["/usr/bin/unshare", "-U", "true"], ["/usr/bin/unshare", "-r", "true"]],
         "syscall": REFUSED_SYSCALLS,
+        "slurp": ["/proc/1/cmdline", "/proc/self/mountinfo"],
         "fill": [{"dir": "/workspace/fill", "chunk": MIB, "max": 64 * MIB},
                  {"dir": "/tmp/fill", "chunk": 8 * MIB, "max": 2 * TMP_BYTES}],
     });
@@ -201,6 +202,15 @@ async fn execution_case(
         check(
             !run.allowed("syscall", syscall),
             format!("{syscall} succeeded"),
+        );
+    }
+    // The workspace is a tmpfs of its own: even the mount table does not name where it lives.
+    let workspace_root = root.path().display().to_string();
+    for file in ["/proc/1/cmdline", "/proc/self/mountinfo"] {
+        let text = run.detail("slurp", file).unwrap_or_default();
+        check(
+            run.allowed("slurp", file) && !text.contains(&workspace_root),
+            format!("{file} names the workspace's host path {workspace_root}: {text}"),
         );
     }
     check_fills(&run, &workspace, &mut check).await;
