@@ -120,6 +120,12 @@ impl<'l> Extractor<'l> {
         };
         let comps = paths::components(&raw_path, self.limits.max_path_len)
             .map_err(|issue| self.path_error(issue, &shown))?;
+        if kind != Kind::Dir && paths::names_a_directory(&raw_path) {
+            return Err(BundleError::InvalidPath {
+                path: shown,
+                reason: "a file or link named like a directory (ends in `/` or `.`)",
+            });
+        }
         let Some((name, parent_comps)) = comps.split_last() else {
             if kind == Kind::Dir {
                 return self.pump(entry, None, &shown).map(drop);

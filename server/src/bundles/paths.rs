@@ -69,6 +69,13 @@ pub(crate) fn components(raw: &[u8], max_len: usize) -> Result<Vec<&[u8]>, PathI
     Ok(out)
 }
 
+/// `true` when a raw entry path can only name a directory: it ends in `/` or in a `.`
+/// component (`a/`, `a/.`, `.`). A file or link entry under such a name is refused: `a/.`
+/// would otherwise become a file `a`, which GNU tar refuses to extract.
+pub(crate) fn names_a_directory(raw: &[u8]) -> bool {
+    raw.ends_with(b"/") || raw == b"." || raw.ends_with(b"/.")
+}
+
 /// Check a symlink target lexically, from a link whose parent directory is `depth` levels
 /// below the root: it must be relative and its `..` components must never climb above the
 /// root. (Whether intermediate components are themselves symlinks is checked by resolving
@@ -143,6 +150,28 @@ mod tests {
         assert_eq!(components(b"abcdef", 5), Err(PathIssue::TooLong));
         let long = vec![b'x'; 256];
         assert_eq!(components(&long, max), Err(PathIssue::LongComponent));
+    }
+
+    #[test]
+    fn directory_only_names() {
+        let cases: &[(&[u8], bool)] = &[
+            (b"a/", true),
+            (b"a/.", true),
+            (b".", true),
+            (b"./", true),
+            (b"a", false),
+            (b"a/.b", false),
+            (b"a.", false),
+            (b"./a", false),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(
+                names_a_directory(raw),
+                *want,
+                "{}",
+                String::from_utf8_lossy(raw)
+            );
+        }
     }
 
     #[test]

@@ -46,6 +46,19 @@ fn attacks(env: &Env) -> Vec<Attack> {
             "invalid_path",
             "vendor/x/.git/config",
         ),
+        // Found by the property test (props.rs): `a/.` became a file `a`, where GNU tar refuses.
+        attack(
+            "file named like a directory",
+            Tar::new().file("a/.", b"x"),
+            "invalid_path",
+            "a/.",
+        ),
+        attack(
+            "symlink named like a directory",
+            Tar::new().dir("d/").symlink("d/l/", "../d"),
+            "invalid_path",
+            "d/l/",
+        ),
         attack(
             "traversal",
             Tar::new().file("../../../../escaped.txt", b"x"),
