@@ -4,4 +4,5 @@ mod attacks;
 mod fuzz;
 mod happy;
 mod limits;
+mod props;
 mod support;
