@@ -140,6 +140,8 @@ impl ServerProcess {
     }
 
     async fn spawn(&mut self) -> anyhow::Result<()> {
+        // On PostgreSQL the admin command writes nothing here, so the dir may not exist yet.
+        std::fs::create_dir_all(&self.data_dir)?;
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -400,17 +402,45 @@ pub fn processes_mentioning(needle: &str) -> Vec<String> {
 }
 
 /// Whether the process of a `pid,args` line has a mount whose root (the fourth field of
-/// `/proc/PID/mountinfo`: the bound path within its filesystem) lies under `needle`.
+/// `/proc/PID/mountinfo`: the bound path within its filesystem) lies under `needle` as its
+/// filesystem spells it (the path relative to the mount that holds it, e.g. when /tmp is a
+/// tmpfs of its own).
 fn mounts_under(line: &str, needle: &str) -> bool {
     let Some(pid) = line.split_whitespace().next() else {
         return false;
     };
+    let within = within_filesystem(needle);
     std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).is_ok_and(|table| {
         table
             .lines()
             .filter_map(|m| m.split(' ').nth(3))
-            .any(|root| root.starts_with(needle))
+            .any(|root| root.starts_with(needle) || (within.len() > 1 && root.starts_with(&within)))
     })
+}
+
+/// `path` relative to the root of the filesystem that holds it (for this process's mounts).
+fn within_filesystem(path: &str) -> String {
+    let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let holder = table
+        .lines()
+        .filter_map(|m| {
+            let mut fields = m.split(' ').skip(3);
+            Some((fields.next()?, fields.next()?))
+        })
+        .filter(|(_, point)| {
+            *point == "/" || path == *point || path.starts_with(&format!("{point}/"))
+        })
+        .max_by_key(|(_, point)| point.len());
+    match holder {
+        Some((root, point)) => {
+            let rest = path
+                .strip_prefix(point)
+                .unwrap_or(path)
+                .trim_start_matches('/');
+            format!("{}/{rest}", root.trim_end_matches('/'))
+        }
+        None => path.to_owned(),
+    }
 }
 
 /// Containers (any state) Docker holds for a session. Panics when Docker cannot be asked, so no
