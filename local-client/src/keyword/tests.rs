@@ -240,6 +240,9 @@ pub(super) fn check_invariants(text: &str, pasted: &[std::ops::Range<usize>]) {
     }
 }
 
+#[path = "reference_tests.rs"]
+mod reference;
+
 mod properties {
     use proptest::prelude::*;
 
