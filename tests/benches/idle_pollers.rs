@@ -88,18 +88,10 @@ async fn poll(
 async fn main() {
     let sessions = arg(1, 2000) as usize;
     let seconds = arg(2, 30);
-    let server = ServerProcess::start(&[
-        ("ULTRAPLAN_RUNNER", "bwrap"),
-        ("ULTRAPLAN_AGENT_BIN", "/nonexistent/ultraplan-agent"),
-        ("ULTRAPLAN_RATE_LIMIT", "0"),
-        ("ULTRAPLAN_READ_RATE_LIMIT", "0"),
-        ("ULTRAPLAN_LOG", "warn"),
-        ("ULTRAPLAN_MODEL", "offline"),
-    ])
-    .await
-    .expect("server");
+    // No agent can start: every session stays idle.
+    let (server, bundle) =
+        offline_server(("ULTRAPLAN_AGENT_BIN", "/nonexistent/ultraplan-agent")).await;
     let pid = server.pid().expect("pid");
-    let bundle = server.upload(&demo_repo()).await.expect("upload");
     let rss_before = rss_kib(pid);
     let mut ids = Vec::with_capacity(sessions);
     for i in 0..sessions {
@@ -149,18 +141,8 @@ async fn awaiting_review(sessions: usize, seconds: u64) {
         return;
     }
     let cap = (sessions + 8).to_string();
-    let server = ServerProcess::start(&[
-        ("ULTRAPLAN_RUNNER", "bwrap"),
-        ("ULTRAPLAN_MAX_RUNNING", &cap),
-        ("ULTRAPLAN_RATE_LIMIT", "0"),
-        ("ULTRAPLAN_READ_RATE_LIMIT", "0"),
-        ("ULTRAPLAN_LOG", "warn"),
-        ("ULTRAPLAN_MODEL", "offline"),
-    ])
-    .await
-    .expect("server");
+    let (server, bundle) = offline_server(("ULTRAPLAN_MAX_RUNNING", &cap)).await;
     let pid = server.pid().expect("pid");
-    let bundle = server.upload(&demo_repo()).await.expect("upload");
     let (agents_before, _) = agents_rss_kib();
     let rss_before = rss_kib(pid);
     let mut ids = Vec::with_capacity(sessions);
@@ -195,6 +177,23 @@ async fn awaiting_review(sessions: usize, seconds: u64) {
         agent_kib as f64 / sessions as f64,
         agent_kib as f64 / (agents - agents_before).max(1) as f64,
     );
+}
+
+/// A release server on the offline planner in bwrap, unthrottled, with one more setting, and
+/// the demo bundle uploaded.
+async fn offline_server(extra: (&str, &str)) -> (ServerProcess, String) {
+    let server = ServerProcess::start(&[
+        ("ULTRAPLAN_RUNNER", "bwrap"),
+        ("ULTRAPLAN_RATE_LIMIT", "0"),
+        ("ULTRAPLAN_READ_RATE_LIMIT", "0"),
+        ("ULTRAPLAN_LOG", "warn"),
+        ("ULTRAPLAN_MODEL", "offline"),
+        extra,
+    ])
+    .await
+    .expect("server");
+    let bundle = server.upload(&demo_repo()).await.expect("upload");
+    (server, bundle)
 }
 
 /// Waits (bounded) until the session's plan waits for review.
