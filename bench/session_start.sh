@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session created -> first model request, for the bwrap and Docker runners (DESIGN §6 goal:
+# Session created -> first model request, for the bwrap and Docker runners (docs/ARCHITECTURE.md §8:
 # bwrap < 1 s, docker < 2 s), with release builds of the server and the static agent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
