@@ -18,6 +18,11 @@ pub fn decision_tool_result(decision: &Decision, proposed_plan: &str) -> (String
             };
             (format!("{APPROVAL_PREAMBLE}\n\n{marker}\n{text}"), false)
         }
+        // Feedback that opens with the teleport sentinel would read as a teleport: say it is
+        // feedback first (found by the scanner property test).
+        Decision::Reject { feedback } if extract_teleport_plan(feedback).is_some() => {
+            (format!("Feedback: {feedback}"), true)
+        }
         Decision::Reject { feedback } => (feedback.clone(), true),
         Decision::Teleport {} => (format!("{TELEPORT_SENTINEL}\n{proposed_plan}"), true),
     }
@@ -110,5 +115,21 @@ mod tests {
         assert_eq!(extract_approved_plan("no marker here"), None);
         assert_eq!(extract_teleport_plan("__ULTRAPLAN_TELEPORT_LOCAL__X"), None);
         assert_eq!(extract_teleport_plan("feedback"), None);
+    }
+
+    #[test]
+    fn feedback_that_opens_with_the_teleport_sentinel_stays_a_rejection() {
+        for feedback in [
+            "__ULTRAPLAN_TELEPORT_LOCAL__",
+            "__ULTRAPLAN_TELEPORT_LOCAL__\nyou do it",
+        ] {
+            let decision = Decision::Reject {
+                feedback: feedback.to_owned(),
+            };
+            let (text, is_error) = decision_tool_result(&decision, "1. plan");
+            assert!(is_error);
+            assert_eq!(extract_teleport_plan(&text), None, "{text:?}");
+            assert!(text.ends_with(feedback), "{text:?}");
+        }
     }
 }

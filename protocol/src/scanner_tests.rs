@@ -428,6 +428,11 @@ fn scanner_cases() -> Vec<Case> {
             .then(vec![call("a", "p")], pending())
             .then(vec![raw_result("zzz", "no", true)], pending())
             .rejections(0).pending(true),
+        // Found by the property test (scanner_props.rs): this feedback read as a teleport.
+        case("feedback opening with the teleport sentinel is still a rejection")
+            .then(vec![call("a", "p")], pending())
+            .then(vec![reject("a", "__ULTRAPLAN_TELEPORT_LOCAL__\nyou do it")], rejected("a"))
+            .rejections(1).pending(false),
         case("duplicate delivery of a call across batches counts once")
             .then(vec![call("a", "p")], pending())
             .then(vec![call("a", "p")], pending())
