@@ -192,3 +192,7 @@ pub fn derive_phase(status: SessionStatus, has_pending_plan: bool, new_events: b
 #[cfg(test)]
 #[path = "scanner_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "scanner_props.rs"]
+mod props;
