@@ -131,6 +131,10 @@ pub fn decode_frame<T: DeserializeOwned>(line: &[u8]) -> Result<T, FrameError> {
 }
 
 #[cfg(test)]
+#[path = "frames_props.rs"]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -151,6 +155,29 @@ mod tests {
             assert_eq!(bytes.iter().filter(|b| **b == b'\n').count(), 1);
             let back: AgentFrame = decode_frame(&bytes).expect("decodes");
             assert_eq!(back, frame);
+        }
+    }
+
+    /// Found by the frame property test: without serde_json's `float_roundtrip` these came
+    /// back one ulp off.
+    #[test]
+    fn tool_input_floats_cross_frames_exactly() {
+        for x in [
+            963_134_604_047.533_9_f64,
+            -408_228_379_941.229_55,
+            0.1,
+            1e-300,
+        ] {
+            let frame = AgentFrame::Event {
+                event: EventBody::assistant(vec![crate::events::ContentBlock::tool_use(
+                    "t",
+                    "Read",
+                    serde_json::json!({ "x": x }),
+                )]),
+            };
+            let back: AgentFrame =
+                decode_frame(&encode_frame(&frame).expect("encodes")).expect("decodes");
+            assert_eq!(back, frame, "{x}");
         }
     }
 
