@@ -317,3 +317,7 @@ pub(super) fn parse_message(body: &[u8]) -> Result<ModelResponse, Failure> {
         usage,
     })
 }
+
+#[cfg(test)]
+#[path = "sse_props.rs"]
+mod sse_props;
