@@ -4,7 +4,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Sqlite, SqlitePool};
+use sqlx::{Connection as _, Sqlite, SqlitePool};
 
 use super::sql::{impl_store, plan_cols, session_cols};
 
@@ -27,6 +27,10 @@ impl SqliteStore {
             .foreign_keys(true);
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
+            // A write whose COMMIT failed (a full disk: SQLite rolls the transaction back
+            // itself) leaves the connection's transaction depth above zero, and every later
+            // `BEGIN IMMEDIATE` on it fails. Such a connection is closed, never handed out.
+            .before_acquire(|conn, _| Box::pin(async move { Ok(!conn.is_in_transaction()) }))
             .connect_with(options)
             .await?;
         Ok(SqliteStore { pool })
