@@ -86,6 +86,15 @@ impl ApiError {
             ApiError::Throttled { status, code, .. } => (*status, code),
             ApiError::Store(StoreError::NotFound(_)) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::Store(StoreError::AlreadyExists(_)) => (StatusCode::CONFLICT, "exists"),
+            ApiError::Store(e) if e.is_storage_full() => {
+                (StatusCode::INSUFFICIENT_STORAGE, "storage_full")
+            }
+            ApiError::Bundle(e) if e.is_storage_full() => {
+                (StatusCode::INSUFFICIENT_STORAGE, "storage_full")
+            }
+            ApiError::Store(e) if e.is_unavailable() => {
+                (StatusCode::SERVICE_UNAVAILABLE, "database_unavailable")
+            }
             ApiError::Store(_) | ApiError::Internal(_) => {
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal")
             }
@@ -103,11 +112,18 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = self.status_and_code();
-        let message = if status == StatusCode::INTERNAL_SERVER_ERROR {
-            tracing::error!(error = %self, "request failed");
-            "internal server error".to_owned()
-        } else {
+        // Server-side failures say what kind of trouble it is, never the internals.
+        let message = match code {
+            "storage_full" => "the server is out of disk space; try again once space is freed",
+            "database_unavailable" => "the database is unavailable; try again shortly",
+            _ if status == StatusCode::INTERNAL_SERVER_ERROR => "internal server error",
+            _ => "",
+        };
+        let message = if message.is_empty() {
             self.to_string()
+        } else {
+            tracing::error!(error = %self, code, "request failed");
+            message.to_owned()
         };
         let body = ErrorBody {
             error: ErrorDetail {
@@ -117,6 +133,7 @@ impl IntoResponse for ApiError {
         };
         let retry_after = match &self {
             ApiError::Throttled { retry_after, .. } => *retry_after,
+            _ if code == "database_unavailable" => Some(std::time::Duration::from_secs(5)),
             _ => None,
         };
         let mut response = (status, Json(body)).into_response();
@@ -165,6 +182,32 @@ mod tests {
         for (error, status, code) in cases {
             let (s, c) = error.status_and_code();
             assert_eq!((s.as_u16(), c), (status, code));
+        }
+        let full = std::io::Error::from(std::io::ErrorKind::StorageFull);
+        let trouble = [
+            (
+                ApiError::Store(StoreError::Database(sqlx::Error::PoolTimedOut)),
+                503,
+                "database_unavailable",
+            ),
+            (
+                ApiError::Bundle(BundleError::io("writing", full)),
+                507,
+                "storage_full",
+            ),
+            (
+                ApiError::Store(StoreError::Database(sqlx::Error::Io(
+                    std::io::ErrorKind::StorageFull.into(),
+                ))),
+                507,
+                "storage_full",
+            ),
+        ];
+        for (error, status, code) in trouble {
+            let (s, c) = error.status_and_code();
+            assert_eq!((s.as_u16(), c), (status, code));
+            let response = error.into_response();
+            assert_eq!(response.status().as_u16(), status);
         }
         let response = ApiError::Internal("db password x".into()).into_response();
         assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);

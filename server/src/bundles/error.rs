@@ -130,6 +130,11 @@ impl BundleError {
         }
     }
 
+    /// The bundle store's disk (or quota) is full: no upload fits until space returns.
+    pub fn is_storage_full(&self) -> bool {
+        matches!(self, Self::Io { source, .. } if is_storage_full(source))
+    }
+
     /// `false` only for server-side storage failures ([`BundleError::Io`]).
     pub fn is_client_error(&self) -> bool {
         !matches!(self, Self::Io { .. })
@@ -141,6 +146,14 @@ impl BundleError {
             source,
         }
     }
+}
+
+/// ENOSPC or EDQUOT.
+pub fn is_storage_full(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+    )
 }
 
 /// Entry paths in messages: raw tar bytes shown lossily, capped so a 4 KiB hostile path

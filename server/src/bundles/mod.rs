@@ -28,7 +28,7 @@ use std::rc::Rc;
 
 use flate2::read::MultiGzDecoder;
 
-pub use error::BundleError;
+pub use error::{BundleError, is_storage_full};
 pub use limits::{BundleLimits, BundleStats};
 
 use error::display_path;

@@ -41,6 +41,42 @@ pub enum StoreError {
     UnsupportedUrl(String),
 }
 
+impl StoreError {
+    /// The database's disk is full: SQLite `SQLITE_FULL` (13), PostgreSQL class 53
+    /// (`disk_full`, out of memory or connections), or ENOSPC on a file.
+    pub fn is_storage_full(&self) -> bool {
+        match self {
+            StoreError::Database(sqlx::Error::Database(db)) => {
+                let code = db.code().unwrap_or_default();
+                code == "13" || code.starts_with("53")
+            }
+            StoreError::Database(sqlx::Error::Io(e)) => crate::bundles::is_storage_full(e),
+            _ => false,
+        }
+    }
+
+    /// The database cannot be reached now: no connection to be had in time, the connection
+    /// broke, or the server is shutting down or starting (PostgreSQL classes 08 and 57P).
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            StoreError::Database(sqlx::Error::Database(db)) => {
+                let code = db.code().unwrap_or_default();
+                code.starts_with("08") || code.starts_with("57P")
+            }
+            StoreError::Database(sqlx::Error::PoolTimedOut | sqlx::Error::Io(_)) => {
+                !self.is_storage_full()
+            }
+            _ => false,
+        }
+    }
+
+    /// No connection could be had, so nothing reached the database: a write that failed so
+    /// can be tried again without any risk of applying it twice.
+    pub fn nothing_sent(&self) -> bool {
+        matches!(self, StoreError::Database(sqlx::Error::PoolTimedOut))
+    }
+}
+
 impl From<serde_json::Error> for StoreError {
     fn from(e: serde_json::Error) -> Self {
         StoreError::Corrupt(e.to_string())
