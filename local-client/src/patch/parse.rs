@@ -326,3 +326,7 @@ fn unquote(s: &[u8]) -> Option<(Vec<u8>, &[u8])> {
 #[cfg(test)]
 #[path = "parse_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "parse_props.rs"]
+mod props;
