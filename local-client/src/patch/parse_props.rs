@@ -269,11 +269,11 @@ fn expand_rename(text: &str) -> (String, String) {
     (a.to_owned(), b.to_owned())
 }
 
+/// One numstat record: the path and (added, deleted), `None` for a binary patch.
+type Numstat = (String, Option<(u64, u64)>);
+
 /// `git apply --numstat --summary -z`: per file (name, counts), then the summary.
-fn git_reading(
-    root: &Path,
-    patch: &[u8],
-) -> (Vec<(String, Option<(u64, u64)>)>, BTreeSet<Summary>) {
+fn git_reading(root: &Path, patch: &[u8]) -> (Vec<Numstat>, BTreeSet<Summary>) {
     let out = git(
         root,
         &["apply", "--numstat", "--summary", "-z", "-"],
@@ -331,7 +331,7 @@ fn check(s: &Scenario) -> Result<(), TestCaseError> {
     let patch = make_diff(root, s);
     let files = split(&patch).map_err(|e| TestCaseError::fail(e.to_string()))?;
     let (seen, summary) = git_reading(root, &patch);
-    let ours: Vec<(String, Option<(u64, u64)>)> = files
+    let ours: Vec<Numstat> = files
         .iter()
         .map(|f| {
             (
