@@ -2,6 +2,7 @@
 //! the agent, the model backend and the event log, and drives the pure
 //! [`Lifecycle`](crate::sessions::lifecycle::Lifecycle) with what happens.
 
+mod durable;
 mod models;
 mod pump;
 mod settings;

@@ -327,20 +327,17 @@ impl SessionTask {
             message: Some(message),
             data: serde_json::Value::Null,
         });
-        if let Err(error) = crate::sessions::append(&self.inner.state, &self.session, &[note]).await
-        {
+        let state = &self.inner.state;
+        let append = || crate::sessions::append(state, &self.session, std::slice::from_ref(&note));
+        if let Err(error) = super::durable::write(&self.session.id, "note", append).await {
             tracing::error!(session_id = %self.session.id, %error, "cannot append a note");
         }
     }
 
     async fn set_agent_state(&self, state: AgentState) {
-        if let Err(error) = self
-            .inner
-            .state
-            .store
-            .set_agent_state(&self.session.id, state)
-            .await
-        {
+        let store = &self.inner.state.store;
+        let set = || store.set_agent_state(&self.session.id, state);
+        if let Err(error) = super::durable::write(&self.session.id, "agent state", set).await {
             tracing::error!(session_id = %self.session.id, %error, "cannot record the agent state");
         }
     }
@@ -356,10 +353,16 @@ impl SessionTask {
 
     async fn carry_out(&mut self, effect: Effect) -> StoreResult<()> {
         let state = &self.inner.state;
+        let id = &self.session.id;
         match effect {
-            Effect::SetStatus(status) => state.store.set_status(&self.session.id, status).await?,
+            Effect::SetStatus(status) => {
+                let set = || state.store.set_status(id, status);
+                super::durable::write(id, "status", set).await?;
+            }
             Effect::Append(event) | Effect::Record(event) => {
-                crate::sessions::append(state, &self.session, &[event]).await?;
+                let events = [event];
+                let append = || crate::sessions::append(state, &self.session, &events);
+                super::durable::write(id, "event", append).await?;
             }
             Effect::Forward(event) => self.send(ServerFrame::UserEvent { event }),
             Effect::Kill => self.kill(),

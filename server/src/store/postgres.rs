@@ -18,6 +18,11 @@ impl PostgresStore {
     pub async fn connect(url: &str) -> Result<Self, super::StoreError> {
         let pool = PgPoolOptions::new()
             .max_connections(16)
+            // While the database is away (restarted, failing over) a request learns so in
+            // seconds (503 database_unavailable) instead of waiting out sqlx's 30 s default;
+            // the orchestrator retries its own writes (see `orchestrator::durable`).
+            .acquire_timeout(std::time::Duration::from_secs(5))
+            .test_before_acquire(true)
             .connect(url)
             .await?;
         Ok(PostgresStore { pool })

@@ -58,7 +58,8 @@ async fn complete(
         attempts,
         error,
     };
-    let total = match inner.state.store.record_model_call(&call).await {
+    let record = || inner.state.store.record_model_call(&call);
+    let total = match crate::orchestrator::durable::write(session_id, "model call", record).await {
         Ok(total) => Some(total),
         Err(error) => {
             tracing::error!(session_id, %error, "cannot record a model call");
