@@ -366,14 +366,55 @@ fn watch_exit(docker: Docker, name: String) -> JoinHandle<AgentExit> {
     })
 }
 
+/// Remove a container. When Docker cannot do it now (the daemon is restarting: it killed the
+/// agent on its way down), keep trying in the background so no container is left behind.
 async fn remove(docker: &Docker, name: &str) {
+    let Err(error) = try_remove(docker, name).await else {
+        return;
+    };
+    if is_gone(&error) {
+        tracing::debug!(%error, container = name, "container already gone");
+        return;
+    }
+    tracing::warn!(%error, container = name, "cannot remove the container now; retrying");
+    let (docker, name) = (docker.clone(), name.to_owned());
+    tokio::spawn(async move {
+        let mut delay = std::time::Duration::from_secs(1);
+        for _ in 0..REMOVE_RETRIES {
+            tokio::time::sleep(delay).await;
+            match try_remove(&docker, &name).await {
+                Ok(()) => {
+                    tracing::info!(container = %name, "removed the container on a later try");
+                    return;
+                }
+                Err(error) if is_gone(&error) => return,
+                Err(_) => delay = (delay * 2).min(std::time::Duration::from_secs(10)),
+            }
+        }
+        tracing::error!(container = %name, "gave up removing the container");
+    });
+}
+
+/// Tries of a removal Docker refused: about ten minutes with the backoff above.
+const REMOVE_RETRIES: u32 = 64;
+
+async fn try_remove(docker: &Docker, name: &str) -> Result<(), bollard::errors::Error> {
     let options = RemoveContainerOptionsBuilder::new()
         .force(true)
         .v(true)
         .build();
-    if let Err(error) = docker.remove_container(name, Some(options)).await {
-        tracing::debug!(%error, container = name, "container already gone");
-    }
+    docker.remove_container(name, Some(options)).await
+}
+
+/// Docker says there is no such container.
+fn is_gone(error: &bollard::errors::Error) -> bool {
+    matches!(
+        error,
+        bollard::errors::Error::DockerResponseServerError {
+            status_code: 404,
+            ..
+        }
+    )
 }
 
 /// Stops and reaps one container.
