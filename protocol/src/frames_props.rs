@@ -10,7 +10,7 @@
 //! `PROPTEST_CASES=N` runs more cases (see fuzz/README.md).
 
 use proptest::prelude::*;
-use proptest::test_runner::Config;
+use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
 
 use super::{
@@ -317,29 +317,39 @@ proptest! {
     }
 }
 
-proptest! {
-    // Each case builds frames of 8 MiB: few cases.
-    #![proptest_config(config(12))]
-
-    #[test]
-    fn the_size_cap_holds_at_its_boundary(
-        fill in prop::sample::select(vec!["a", "é", "\"", "\n", "\u{1}", "🚀"]),
-        delta in -3i64..=3,
-    ) {
-        let overhead = encode_frame(&AgentFrame::Patch { diff: String::new() })
-            .map_err(|e| TestCaseError::fail(e.to_string()))?
-            .len() - 1;
+/// The size cap at its exact boundary. Each case builds 8 MiB frames, so this runs a fixed 12
+/// cases whatever `PROPTEST_CASES` says (the `proptest!` macro would apply it).
+#[test]
+fn the_size_cap_holds_at_its_boundary() {
+    let config = Config {
+        cases: 12,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let strategy = (
+        prop::sample::select(vec!["a", "é", "\"", "\n", "\u{1}", "🚀"]),
+        -3i64..=3,
+    );
+    let result = TestRunner::new(config).run(&strategy, |(fill, delta)| {
+        let overhead = encode_frame(&AgentFrame::Patch {
+            diff: String::new(),
+        })
+        .map_err(|e| TestCaseError::fail(e.to_string()))?
+        .len()
+            - 1;
         let per = serde_json::to_string(fill).unwrap_or_default().len() - 2;
         let target = MAX_FRAME_BYTES as i64 + delta * per as i64;
         let count = usize::try_from((target - overhead as i64) / per as i64).unwrap_or(0);
-        let frame = AgentFrame::Patch { diff: fill.repeat(count) };
+        let frame = AgentFrame::Patch {
+            diff: fill.repeat(count),
+        };
         let size = overhead + count * per;
         match encode_frame(&frame) {
             Ok(bytes) => {
                 prop_assert!(size <= MAX_FRAME_BYTES, "{} bytes encoded", size);
                 prop_assert_eq!(bytes.len(), size + 1);
-                let back: AgentFrame = decode_frame(&bytes)
-                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                let back: AgentFrame =
+                    decode_frame(&bytes).map_err(|e| TestCaseError::fail(e.to_string()))?;
                 prop_assert_eq!(back, frame);
             }
             Err(FrameError::TooLarge { size: got, max }) => {
@@ -361,5 +371,9 @@ proptest! {
             }
             Err(e) => return Err(TestCaseError::fail(e.to_string())),
         }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
     }
 }
