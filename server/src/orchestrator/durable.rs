@@ -1,11 +1,14 @@
 //! Store writes an agent's session must not lose to a database that is briefly away (restarted,
-//! failing over): a write that could not get a connection is tried again, with backoff, for a
-//! while. Only writes that reached no database are retried, so none is ever applied twice.
+//! failing over) or full: a write that certainly did not happen is tried again, with backoff,
+//! for a while. Only such writes are retried, so none is ever applied twice.
 
 use std::future::Future;
 use std::time::Duration;
 
-use crate::store::StoreResult;
+use ultraplan_protocol::events::{Event, EventBody};
+
+use crate::state::AppState;
+use crate::store::{SessionRow, StoreResult};
 
 /// How long a write keeps trying while no connection can be had.
 const RETRY_FOR: Duration = Duration::from_secs(300);
@@ -17,8 +20,8 @@ fn next_delay(delay: Duration) -> Duration {
     (delay * 2).min(MAX_DELAY)
 }
 
-/// Run `write` until it succeeds, fails for another reason than an unreachable database, or
-/// [`RETRY_FOR`] has passed.
+/// Run `write` until it succeeds, fails in a way that may have applied it (or for another
+/// reason than an unreachable or full database), or [`RETRY_FOR`] has passed.
 pub(crate) async fn write<T, F, Fut>(
     session_id: &str,
     what: &'static str,
@@ -32,15 +35,83 @@ where
     let mut delay = FIRST_DELAY;
     loop {
         match op().await {
-            Err(error) if error.nothing_sent() && tokio::time::Instant::now() < deadline => {
+            Err(error) if error.not_applied() && tokio::time::Instant::now() < deadline => {
                 tracing::warn!(session_id, what, %error, delay_ms = delay.as_millis() as u64,
-                    "database unavailable; retrying the write");
+                    "the write did not happen (database away or full); retrying");
                 tokio::time::sleep(delay).await;
                 delay = next_delay(delay);
             }
             outcome => return outcome,
         }
     }
+}
+
+/// Append events to the session's log like [`write`], and after a failure that may have
+/// committed (the connection broke mid-write) look in the log before trying again, so the
+/// events end up there exactly once.
+pub(crate) async fn append(
+    state: &AppState,
+    session: &SessionRow,
+    events: &[EventBody],
+) -> StoreResult<()> {
+    let deadline = tokio::time::Instant::now() + RETRY_FOR;
+    let mut delay = FIRST_DELAY;
+    loop {
+        let error = match crate::sessions::append(state, session, events).await {
+            Ok(_) => return Ok(()),
+            Err(error) => error,
+        };
+        let in_doubt = !error.not_applied() && error.is_unavailable();
+        if !(error.not_applied() || in_doubt) || tokio::time::Instant::now() >= deadline {
+            return Err(error);
+        }
+        tracing::warn!(session_id = %session.id, %error, in_doubt,
+            "an append failed (database away or full); retrying");
+        if in_doubt && settle(state, session, events, deadline).await? {
+            return Ok(());
+        }
+        tokio::time::sleep(delay).await;
+        delay = next_delay(delay);
+    }
+}
+
+/// Whether an append in doubt made it into the log (then its side effects run now), asking
+/// until the database answers.
+async fn settle(
+    state: &AppState,
+    session: &SessionRow,
+    events: &[EventBody],
+    deadline: tokio::time::Instant,
+) -> StoreResult<bool> {
+    let mut delay = FIRST_DELAY;
+    loop {
+        match crate::sessions::events_after(state, &session.id, 0).await {
+            Ok(log) => {
+                let Some(found) = find(&log, events) else {
+                    return Ok(false);
+                };
+                crate::sessions::after_append(state, session, found).await;
+                return Ok(true);
+            }
+            Err(error) if error.is_unavailable() && tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(delay).await;
+                delay = next_delay(delay);
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// The run of stored events whose bodies are `events`, latest first.
+fn find<'a>(log: &'a [Event], events: &[EventBody]) -> Option<&'a [Event]> {
+    let n = events.len();
+    if n == 0 || log.len() < n {
+        return None;
+    }
+    (0..=log.len() - n)
+        .rev()
+        .map(|start| &log[start..start + n])
+        .find(|run| run.iter().map(|e| &e.body).eq(events.iter()))
 }
 
 #[cfg(test)]
@@ -59,8 +130,41 @@ mod tests {
         }
     }
 
+    #[test]
+    fn finds_the_run_of_events_an_append_in_doubt_stored() {
+        let note = |text: &str| {
+            EventBody::System(ultraplan_protocol::events::SystemEvent {
+                subtype: "note".to_owned(),
+                message: Some(text.to_owned()),
+                data: serde_json::Value::Null,
+            })
+        };
+        let log: Vec<Event> = ["a", "b", "c"]
+            .iter()
+            .zip(1..)
+            .map(|(text, id)| Event {
+                id,
+                session_id: "s".to_owned(),
+                created_at: String::new(),
+                body: note(text),
+            })
+            .collect();
+        let cases: [(&[&str], Option<i64>); 5] = [
+            (&["b", "c"], Some(2)),
+            (&["a"], Some(1)),
+            (&["c", "b"], None),
+            (&["d"], None),
+            (&[], None),
+        ];
+        for (texts, want) in cases {
+            let events: Vec<EventBody> = texts.iter().map(|t| note(t)).collect();
+            let got = find(&log, &events).map(|run| run[0].id);
+            assert_eq!(got, want, "{texts:?}");
+        }
+    }
+
     #[tokio::test(start_paused = true)]
-    async fn only_writes_that_reached_no_database_are_retried() {
+    async fn only_writes_that_certainly_did_not_happen_are_retried() {
         let cases: [(fn() -> StoreError, usize); 2] = [
             (|| StoreError::Database(sqlx::Error::PoolTimedOut), 3),
             (|| StoreError::Corrupt("x".into()), 1),

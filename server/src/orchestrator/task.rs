@@ -328,8 +328,7 @@ impl SessionTask {
             data: serde_json::Value::Null,
         });
         let state = &self.inner.state;
-        let append = || crate::sessions::append(state, &self.session, std::slice::from_ref(&note));
-        if let Err(error) = super::durable::write(&self.session.id, "note", append).await {
+        if let Err(error) = super::durable::append(state, &self.session, &[note]).await {
             tracing::error!(session_id = %self.session.id, %error, "cannot append a note");
         }
     }
@@ -360,9 +359,7 @@ impl SessionTask {
                 super::durable::write(id, "status", set).await?;
             }
             Effect::Append(event) | Effect::Record(event) => {
-                let events = [event];
-                let append = || crate::sessions::append(state, &self.session, &events);
-                super::durable::write(id, "event", append).await?;
+                super::durable::append(state, &self.session, &[event]).await?;
             }
             Effect::Forward(event) => self.send(ServerFrame::UserEvent { event }),
             Effect::Kill => self.kill(),

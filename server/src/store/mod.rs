@@ -70,10 +70,20 @@ impl StoreError {
         }
     }
 
-    /// No connection could be had, so nothing reached the database: a write that failed so
-    /// can be tried again without any risk of applying it twice.
-    pub fn nothing_sent(&self) -> bool {
-        matches!(self, StoreError::Database(sqlx::Error::PoolTimedOut))
+    /// The write certainly did not happen, so it can be tried again without any risk of
+    /// applying it twice: no connection could be had; or the database answered a statement
+    /// with an error that aborts its transaction because it is shutting down (PostgreSQL
+    /// class 57P: an answer to the statement, so no COMMIT had completed) or out of space
+    /// (PostgreSQL class 53, SQLite `SQLITE_FULL`: the transaction is rolled back).
+    pub fn not_applied(&self) -> bool {
+        match self {
+            StoreError::Database(sqlx::Error::PoolTimedOut) => true,
+            StoreError::Database(sqlx::Error::Database(db)) => {
+                let code = db.code().unwrap_or_default();
+                code == "13" || code.starts_with("53") || code.starts_with("57P")
+            }
+            _ => false,
+        }
     }
 }
 
