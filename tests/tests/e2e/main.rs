@@ -4,6 +4,7 @@
 mod common;
 mod execution;
 mod execution_limits;
+mod faults;
 mod flows;
 mod gateway_anthropic;
 mod gateway_openai;
