@@ -1,0 +1,169 @@
+//! Services that go away under a running session: PostgreSQL, the Docker daemon, a model
+//! stream.
+
+use std::time::Duration;
+
+use ultraplan_protocol::events::EventBody;
+use ultraplan_tests::fake_models::FakeAnthropic;
+use ultraplan_tests::faults::{
+    Postgres, StallingProxy, docker_answers, start_dockerd, stop_dockerd,
+};
+use ultraplan_tests::harness::{containers_of, plan_call};
+
+use super::*;
+
+#[tokio::test]
+async fn postgres_restarted_mid_session_the_session_goes_on_and_the_log_stays_whole() {
+    let pg = Postgres::launch().await.expect("throwaway postgres");
+    let fake = FakeAnthropic::start(paced_script(Duration::from_millis(300))).await;
+    let server =
+        fake_anthropic_server(&fake.base_url(), "bwrap", &[("DATABASE_URL", &pg.url)]).await;
+    let id = server
+        .demo_session("fix the login bug")
+        .await
+        .expect("session");
+    let mut seen = Vec::new();
+    server
+        .wait_for(&id, &mut seen, |e| {
+            matches!(e.body, EventBody::Assistant(_))
+        })
+        .await
+        .expect("the agent works");
+
+    pg.stop().await.expect("stop postgres");
+    // While the database is down the API answers with an error that says so, not a hang.
+    let (status, body) = server
+        .get(&format!("/v1/sessions/{id}"))
+        .await
+        .expect("the API answers while the database is down");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (503, Some("database_unavailable")),
+        "{body}"
+    );
+    eprintln!("while postgres is down: {status} {body}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    pg.start().await.expect("start postgres again");
+
+    let (subtype, is_error, text) = plan_or_clear_failure(&server, &id, "approve").await;
+    let events = assert_log_whole(&server, &id).await;
+    if !is_error {
+        assert_eq!(
+            tool_calls(&events),
+            ["Glob", "Grep", "Read", "ExitPlanMode"],
+            "every turn is in the log once, none lost while the database was away: {}\n{}",
+            summary(&events),
+            problems(&server)
+        );
+    }
+    eprintln!("after the postgres restart: {subtype} (error: {is_error}) {text}");
+    for line in server
+        .log()
+        .lines()
+        .filter(|l| l.contains("ERROR") || l.contains("WARN"))
+    {
+        eprintln!("server: {line}");
+    }
+
+    let next = server.demo_session("a second session").await.expect("new");
+    let (subtype, is_error, _) = plan_or_clear_failure(&server, &next, "approve").await;
+    assert_eq!((subtype.as_str(), is_error), ("success", false));
+    assert_log_whole(&server, &next).await;
+}
+
+#[tokio::test]
+async fn a_model_stream_that_stalls_is_cut_by_the_idle_timeout_and_retried() {
+    let fake = FakeAnthropic::start(paced_script(Duration::ZERO)).await;
+    // The first answer that starts streaming text or a tool call stalls right there.
+    let proxy = StallingProxy::start(&fake.base_url(), b"event: content_block_delta", 1)
+        .await
+        .expect("proxy");
+    let server = fake_anthropic_server(
+        &proxy.base_url,
+        "bwrap",
+        &[("ULTRAPLAN_MODEL_IDLE_TIMEOUT_SECS", "2")],
+    )
+    .await;
+    let id = server
+        .demo_session("fix the login bug")
+        .await
+        .expect("session");
+    let (subtype, is_error, _) = plan_or_clear_failure(&server, &id, "approve").await;
+    assert_eq!((subtype.as_str(), is_error), ("success", false));
+    assert_eq!(proxy.stalled(), 1, "one answer stalled mid-stream");
+    assert!(
+        server.log().contains("stream stalled"),
+        "the gateway says why it retried:\n{}",
+        server.log()
+    );
+    let requests = fake.requests();
+    assert_eq!(
+        requests[0].body_text(),
+        requests[1].body_text(),
+        "the stalled request was sent again as it was"
+    );
+    let events = assert_log_whole(&server, &id).await;
+    assert_eq!(events.iter().filter_map(plan_call).count(), 1);
+}
+
+/// Restarts dockerd when dropped if it is not answering, so a failed test leaves Docker up.
+struct DockerBack;
+
+impl Drop for DockerBack {
+    fn drop(&mut self) {
+        if !docker_answers() {
+            let _ = std::process::Command::new("sh")
+                .args(["-c", "dockerd >>/tmp/ultraplan-dockerd.log 2>&1 &"])
+                .status();
+        }
+    }
+}
+
+#[tokio::test]
+async fn docker_daemon_restarted_while_an_agent_runs() {
+    assert!(
+        docker_answers(),
+        "the docker runner tests need a Docker engine (scripts/ensure-dockerd)"
+    );
+    let _back = DockerBack;
+    let fake = FakeAnthropic::start(paced_script(Duration::from_millis(60))).await;
+    let server = fake_anthropic_server(&fake.base_url(), "docker", &[]).await;
+    let id = server
+        .demo_session("fix the login bug")
+        .await
+        .expect("session");
+    let mut seen = Vec::new();
+    server
+        .wait_for(&id, &mut seen, |e| {
+            matches!(e.body, EventBody::Assistant(_))
+        })
+        .await
+        .expect("the agent works");
+    assert_eq!(containers_of(&id).len(), 1, "the agent runs in a container");
+
+    stop_dockerd().await.expect("stop dockerd");
+    start_dockerd().await.expect("start dockerd");
+
+    let (subtype, is_error, text) = plan_or_clear_failure(&server, &id, "approve").await;
+    eprintln!("after the dockerd restart: {subtype} (error: {is_error}) {text}");
+    assert_log_whole(&server, &id).await;
+    eventually(
+        "the session's containers going away",
+        || containers_of(&id).is_empty(),
+        Duration::from_secs(60),
+    )
+    .await;
+    let (health, _) = server.get("/healthz").await.expect("healthz");
+    assert_eq!(health, 200);
+
+    let next = server.demo_session("after the restart").await.expect("new");
+    let (subtype, is_error, _) = plan_or_clear_failure(&server, &next, "approve").await;
+    assert_eq!((subtype.as_str(), is_error), ("success", false));
+    assert_log_whole(&server, &next).await;
+    eventually(
+        "the new session's container going away",
+        || containers_of(&next).is_empty(),
+        Duration::from_secs(60),
+    )
+    .await;
+}
