@@ -275,62 +275,132 @@ fn take_one(budget: &AtomicUsize) -> bool {
         .is_ok()
 }
 
-/// The pid of the running `dockerd`, if any.
-pub fn dockerd_pid() -> Option<u32> {
-    std::fs::read_dir("/proc").ok()?.find_map(|entry| {
-        let entry = entry.ok()?;
-        let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-        let comm = std::fs::read_to_string(entry.path().join("comm")).ok()?;
-        (comm.trim() == "dockerd").then_some(pid)
-    })
+/// A Docker daemon of the test's own (its socket, data root, exec root and pid file in a temp
+/// dir; no bridge, no iptables), so stopping it disturbs no other test's containers. Point the
+/// server at it with `DOCKER_HOST` = [`Dockerd::host`]. Root only. Stopped, with its
+/// containers removed, on drop.
+pub struct Dockerd {
+    dir: TempDir,
+    pub host: String,
+    child: Option<std::process::Child>,
 }
 
-/// Whether `docker info` answers.
-pub fn docker_answers() -> bool {
-    std::process::Command::new("docker")
-        .arg("info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// Stop dockerd (SIGTERM, as `service docker stop` would) and wait until it has exited.
-pub async fn stop_dockerd() -> anyhow::Result<()> {
-    let pid = dockerd_pid().context("no dockerd process runs")?;
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()?;
-    if !status.success() {
-        bail!("kill -TERM {pid} failed");
-    }
-    for _ in 0..600 {
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            return Ok(());
+impl Dockerd {
+    pub async fn launch() -> anyhow::Result<Self> {
+        if !is_root() {
+            bail!("a Docker daemon of the test's own needs root");
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        let dir = tempfile::tempdir()?;
+        let host = format!("unix://{}/docker.sock", dir.path().display());
+        let mut dockerd = Dockerd {
+            dir,
+            host,
+            child: None,
+        };
+        dockerd.start().await?;
+        Ok(dockerd)
     }
-    bail!("dockerd {pid} did not exit within a minute")
+
+    /// Start the daemon (again, on the same data root) and wait until it answers.
+    pub async fn start(&mut self) -> anyhow::Result<()> {
+        let root = self.dir.path();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(root.join("dockerd.log"))?;
+        let child = std::process::Command::new("dockerd")
+            .arg("--host")
+            .arg(&self.host)
+            .arg("--data-root")
+            .arg(root.join("data"))
+            .arg("--exec-root")
+            .arg(root.join("exec"))
+            .arg("--pidfile")
+            .arg(root.join("docker.pid"))
+            .args(["--bridge", "none", "--iptables=false", "--ip-masq=false"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log.try_clone()?))
+            .stderr(Stdio::from(log))
+            .spawn()
+            .context("cannot start dockerd")?;
+        self.child = Some(child);
+        for _ in 0..240 {
+            if self
+                .docker(&["info"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+            {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        bail!("dockerd did not answer within a minute:\n{}", self.log())
+    }
+
+    /// SIGTERM (as `service docker stop` would) and wait until the daemon has exited.
+    pub async fn stop(&mut self) -> anyhow::Result<()> {
+        let Some(mut child) = self.child.take() else {
+            return Ok(());
+        };
+        std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()?;
+        for _ in 0..600 {
+            if child.try_wait()?.is_some() {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let _ = child.kill();
+        bail!("dockerd did not stop within a minute")
+    }
+
+    /// The daemon's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("dockerd.log")).unwrap_or_default()
+    }
+
+    /// `docker -H <this daemon> <args>`.
+    pub fn docker(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new("docker");
+        cmd.arg("-H").arg(&self.host).args(args);
+        cmd
+    }
+
+    /// Containers (any state) this daemon holds for a session. Panics when Docker cannot be
+    /// asked, so an emptiness check is never satisfied by an error.
+    pub fn containers_of(&self, session_id: &str) -> Vec<String> {
+        let filter = format!("label=dev.ultraplan.session={session_id}");
+        match self.docker(&["ps", "-aq", "--filter", &filter]).output() {
+            Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(str::to_owned)
+                .collect(),
+            Ok(out) => panic!("docker ps failed: {}", String::from_utf8_lossy(&out.stderr)),
+            Err(e) => panic!("cannot run docker ps: {e}"),
+        }
+    }
 }
 
-/// Start dockerd in the background the way `scripts/ensure-dockerd` does, and wait until it
-/// answers. It outlives the test.
-pub async fn start_dockerd() -> anyhow::Result<()> {
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open("/tmp/ultraplan-dockerd.log")?;
-    std::process::Command::new("dockerd")
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(log.try_clone()?))
-        .stderr(Stdio::from(log))
-        .spawn()
-        .context("cannot start dockerd")?;
-    for _ in 0..240 {
-        if docker_answers() {
-            return Ok(());
+impl Drop for Dockerd {
+    fn drop(&mut self) {
+        if let Ok(out) = self.docker(&["ps", "-aq"]).output() {
+            for id in String::from_utf8_lossy(&out.stdout).lines() {
+                let _ = self.docker(&["rm", "-f", id]).output();
+            }
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        if let Some(mut child) = self.child.take() {
+            let _ = std::process::Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            for _ in 0..300 {
+                if child.try_wait().ok().flatten().is_some() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
-    bail!("dockerd did not answer within a minute after starting")
 }

@@ -5,10 +5,8 @@ use std::time::Duration;
 
 use ultraplan_protocol::events::EventBody;
 use ultraplan_tests::fake_models::FakeAnthropic;
-use ultraplan_tests::faults::{
-    Postgres, StallingProxy, docker_answers, start_dockerd, stop_dockerd,
-};
-use ultraplan_tests::harness::{containers_of, plan_call};
+use ultraplan_tests::faults::{Dockerd, Postgres, StallingProxy};
+use ultraplan_tests::harness::plan_call;
 
 use super::*;
 
@@ -106,28 +104,20 @@ async fn a_model_stream_that_stalls_is_cut_by_the_idle_timeout_and_retried() {
     assert_eq!(events.iter().filter_map(plan_call).count(), 1);
 }
 
-/// Restarts dockerd when dropped if it is not answering, so a failed test leaves Docker up.
-struct DockerBack;
-
-impl Drop for DockerBack {
-    fn drop(&mut self) {
-        if !docker_answers() {
-            let _ = std::process::Command::new("sh")
-                .args(["-c", "dockerd >>/tmp/ultraplan-dockerd.log 2>&1 &"])
-                .status();
-        }
-    }
-}
-
+/// The daemon is one of the test's own: stopping the shared one would kill every other Docker
+/// test's containers. It fails (never skips) where no dockerd can be started.
 #[tokio::test]
 async fn docker_daemon_restarted_while_an_agent_runs() {
-    assert!(
-        docker_answers(),
-        "the docker runner tests need a Docker engine (scripts/ensure-dockerd)"
-    );
-    let _back = DockerBack;
+    let mut dockerd = Dockerd::launch()
+        .await
+        .expect("a Docker daemon of the test's own (dockerd from docker.io, as root)");
     let fake = FakeAnthropic::start(paced_script(Duration::from_millis(60))).await;
-    let server = fake_anthropic_server(&fake.base_url(), "docker", &[]).await;
+    let server = fake_anthropic_server(
+        &fake.base_url(),
+        "docker",
+        &[("DOCKER_HOST", &dockerd.host)],
+    )
+    .await;
     let id = server
         .demo_session("fix the login bug")
         .await
@@ -139,17 +129,24 @@ async fn docker_daemon_restarted_while_an_agent_runs() {
         })
         .await
         .expect("the agent works");
-    assert_eq!(containers_of(&id).len(), 1, "the agent runs in a container");
+    assert_eq!(
+        dockerd.containers_of(&id).len(),
+        1,
+        "the agent runs in a container"
+    );
 
-    stop_dockerd().await.expect("stop dockerd");
-    start_dockerd().await.expect("start dockerd");
+    dockerd.stop().await.expect("stop dockerd");
+    dockerd.start().await.expect("start dockerd again");
 
     let (subtype, is_error, text) = plan_or_clear_failure(&server, &id, "approve").await;
     eprintln!("after the dockerd restart: {subtype} (error: {is_error}) {text}");
-    assert_log_whole(&server, &id).await;
+    let events = assert_log_whole(&server, &id).await;
+    for result in events.iter().filter_map(result_of) {
+        eprintln!("result in the log: {result:?}");
+    }
     eventually(
         "the session's containers going away",
-        || containers_of(&id).is_empty(),
+        || dockerd.containers_of(&id).is_empty(),
         Duration::from_secs(60),
     )
     .await;
@@ -162,7 +159,7 @@ async fn docker_daemon_restarted_while_an_agent_runs() {
     assert_log_whole(&server, &next).await;
     eventually(
         "the new session's container going away",
-        || containers_of(&next).is_empty(),
+        || dockerd.containers_of(&next).is_empty(),
         Duration::from_secs(60),
     )
     .await;
