@@ -1,5 +1,5 @@
-//! Server configuration, from flags and environment (DESIGN §3.6). Secrets never appear in
-//! `Debug` output or logs.
+//! Server configuration, from flags and environment (docs/ARCHITECTURE.md §3.6). Secrets never
+//! appear in `Debug` output or logs.
 
 use std::fmt;
 use std::net::SocketAddr;

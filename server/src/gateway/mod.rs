@@ -1,8 +1,8 @@
-//! The model gateway (DESIGN §3.5): the only place that holds provider keys and talks to model
-//! providers. It takes an Anthropic-shaped [`ModelRequest`], sends it to Anthropic (with prompt
-//! cache breakpoints) or to an OpenAI-compatible server (translated), streams the answer (SSE)
-//! into a [`ModelResponse`], and retries 429 / 5xx / overloaded / dropped streams with bounded,
-//! jittered backoff that honours `retry-after`.
+//! The model gateway (docs/ARCHITECTURE.md §3.5): the only place that holds provider keys and talks
+//! to model providers. It takes an Anthropic-shaped [`ModelRequest`], sends it to Anthropic (with
+//! prompt cache breakpoints) or to an OpenAI-compatible server (translated), streams the answer
+//! (SSE) into a [`ModelResponse`], and retries 429 / 5xx / overloaded / dropped streams with
+//! bounded, jittered backoff that honours `retry-after`.
 //!
 //! Token counting and budgets belong to the caller: every [`Completion`] carries its usage.
 
