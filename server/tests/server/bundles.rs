@@ -1,32 +1,6 @@
 //! Bundles over HTTP: upload, dedupe by hash, ownership, and hostile uploads refused whole.
 
-use std::path::Path;
-
-use crate::support::{Backend, TestServer, tarball};
-
-fn entries(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(Result::ok)
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
-async fn head(server: &TestServer, token: &str, sha: &str) -> u16 {
-    server
-        .http
-        .head(server.url(&format!("/v1/bundles/{sha}")))
-        .bearer_auth(token)
-        .send()
-        .await
-        .expect("send")
-        .status()
-        .as_u16()
-}
+use crate::support::{Backend, TestServer, entries, head, tarball};
 
 #[tokio::test]
 async fn upload_dedupe_and_ownership() {

@@ -2,36 +2,10 @@
 //! with 413 `quota_exceeded` and leaves nothing behind; a retention pass removes unused
 //! bundles' files while a session's bundle stays usable.
 
-use std::path::Path;
-
 use serde_json::Value;
 use ultraplan_server::store::now_ms;
 
-use crate::support::{Backend, TestServer, both, create_body, tarball};
-
-fn entries(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(Result::ok)
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
-async fn head(server: &TestServer, token: &str, sha: &str) -> u16 {
-    server
-        .http
-        .head(server.url(&format!("/v1/bundles/{sha}")))
-        .bearer_auth(token)
-        .send()
-        .await
-        .expect("send")
-        .status()
-        .as_u16()
-}
+use crate::support::{Backend, TestServer, both, create_body, entries, head, tarball};
 
 /// A bundle of one file of `n` pseudo-random (incompressible) bytes.
 fn sized(name: &str, n: usize) -> (Vec<u8>, String) {

@@ -254,6 +254,32 @@ pub fn create_body(bundle_id: &str, prompt: &str) -> Value {
     })
 }
 
+/// The names in `dir`, sorted (empty when it does not exist).
+pub fn entries(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// `HEAD /v1/bundles/{sha}` as `token`: the status.
+pub async fn head(server: &TestServer, token: &str, sha: &str) -> u16 {
+    server
+        .http
+        .head(server.url(&format!("/v1/bundles/{sha}")))
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("send")
+        .status()
+        .as_u16()
+}
+
 /// A gzip'd tar of the files, and its sha256.
 pub fn tarball(files: &[(&str, &[u8])]) -> (Vec<u8>, String) {
     let mut builder = tar::Builder::new(Vec::new());
