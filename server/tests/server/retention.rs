@@ -7,30 +7,9 @@ use ultraplan_protocol::events::EventBody;
 use ultraplan_protocol::session::{SessionContext, SessionStatus};
 use ultraplan_server::store::{Admission, BundleRow, NewSession, Pool, Store, StoreError, now_ms};
 
-macro_rules! on_both {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let (store, _db) = crate::support::store(crate::support::Backend::Sqlite).await;
-                    super::$name(store).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let (store, _db) = crate::support::store(crate::support::Backend::Postgres).await;
-                    super::$name(store).await;
-                }
-            )*
-        }
-    };
-}
+use crate::support::on_both_backends;
 
-on_both!(
+on_both_backends!(
     unused_old_bundles_go_and_used_or_fresh_ones_stay,
     sessions_and_collection_never_cross,
     quota_counts_what_a_user_holds,

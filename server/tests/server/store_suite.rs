@@ -12,32 +12,9 @@ use ultraplan_server::store::{
     StoreError,
 };
 
-use crate::support::exit_plan_mode;
+use crate::support::{exit_plan_mode, on_both_backends};
 
-macro_rules! store_suite {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let (store, _db) = crate::support::store(crate::support::Backend::Sqlite).await;
-                    super::$name(store).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let (store, _db) = crate::support::store(crate::support::Backend::Postgres).await;
-                    super::$name(store).await;
-                }
-            )*
-        }
-    };
-}
-
-store_suite!(
+on_both_backends!(
     users_and_tokens,
     bundles_are_owned_per_user,
     sessions_are_scoped_to_their_owner,

@@ -328,3 +328,29 @@ macro_rules! both {
     };
 }
 pub(crate) use both;
+
+/// A store test for each backend: `on_both_backends!(a, b)` makes `sqlite::a`, `postgres::a`, …,
+/// each calling `a(store)` with a fresh store of that backend.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let (store, _db) = crate::support::store(crate::support::Backend::Sqlite).await;
+                    super::$name(store).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let (store, _db) = crate::support::store(crate::support::Backend::Postgres).await;
+                    super::$name(store).await;
+                }
+            )*
+        }
+    };
+}
+pub(crate) use on_both_backends;
