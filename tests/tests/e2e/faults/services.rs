@@ -16,17 +16,7 @@ async fn postgres_restarted_mid_session_the_session_goes_on_and_the_log_stays_wh
     let fake = FakeAnthropic::start(paced_script(Duration::from_millis(300))).await;
     let server =
         fake_anthropic_server(&fake.base_url(), "bwrap", &[("DATABASE_URL", &pg.url)]).await;
-    let id = server
-        .demo_session("fix the login bug")
-        .await
-        .expect("session");
-    let mut seen = Vec::new();
-    server
-        .wait_for(&id, &mut seen, |e| {
-            matches!(e.body, EventBody::Assistant(_))
-        })
-        .await
-        .expect("the agent works");
+    let id = working_session(&server).await;
 
     pg.stop().await.expect("stop postgres");
     // While the database is down the API answers with an error that says so, not a hang.
@@ -118,17 +108,7 @@ async fn docker_daemon_restarted_while_an_agent_runs() {
         &[("DOCKER_HOST", &dockerd.host)],
     )
     .await;
-    let id = server
-        .demo_session("fix the login bug")
-        .await
-        .expect("session");
-    let mut seen = Vec::new();
-    server
-        .wait_for(&id, &mut seen, |e| {
-            matches!(e.body, EventBody::Assistant(_))
-        })
-        .await
-        .expect("the agent works");
+    let id = working_session(&server).await;
     assert_eq!(
         dockerd.containers_of(&id).len(),
         1,
@@ -163,4 +143,20 @@ async fn docker_daemon_restarted_while_an_agent_runs() {
         Duration::from_secs(60),
     )
     .await;
+}
+
+/// A demo session whose agent has said something: the fault strikes a session at work.
+async fn working_session(server: &ServerProcess) -> String {
+    let id = server
+        .demo_session("fix the login bug")
+        .await
+        .expect("session");
+    let mut seen = Vec::new();
+    server
+        .wait_for(&id, &mut seen, |e| {
+            matches!(e.body, EventBody::Assistant(_))
+        })
+        .await
+        .expect("the agent works");
+    id
 }
