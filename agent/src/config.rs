@@ -7,7 +7,11 @@
 
 use std::path::PathBuf;
 
-/// Thresholds of the context-management transformations (see [`crate::context`]).
+/// Subagents running at once, by default; more wait for a free slot.
+pub const DEFAULT_MAX_SUBAGENTS: usize = 4;
+
+/// Thresholds of the context-management transformations (spill, clear, snip, compact), which
+/// the `context` module applies.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContextSettings {
     /// Tool results longer than this many characters are written to disk and previewed.
@@ -65,7 +69,7 @@ impl Default for AgentConfig {
             context: ContextSettings::default(),
             max_output_tokens: 16_384,
             spill_dir: std::env::temp_dir().join("tool-results"),
-            max_subagents: crate::subagents::DEFAULT_MAX_RUNNING,
+            max_subagents: DEFAULT_MAX_SUBAGENTS,
         }
     }
 }

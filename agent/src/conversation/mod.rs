@@ -65,19 +65,7 @@ pub fn tool_results(message: &Message) -> Vec<(&str, String, bool)> {
     message
         .content
         .iter()
-        .filter_map(|block| match block {
-            ContentBlock::ToolResult {
-                tool_use_id,
-                content,
-                is_error,
-                ..
-            } => Some((
-                tool_use_id.as_str(),
-                content.text(),
-                is_error.unwrap_or(false),
-            )),
-            _ => None,
-        })
+        .filter_map(ContentBlock::as_tool_result)
         .collect()
 }
 

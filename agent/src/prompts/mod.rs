@@ -22,7 +22,7 @@ use crate::conversation::user;
 pub struct VariantSpec {
     /// Extra instructions after the common ones.
     pub extra: Option<&'static str>,
-    /// Whether the variant offers subagents (the `Task` tool, see [`crate::subagents`]).
+    /// Whether the variant offers subagents (the `Task` tool of the `subagents` module).
     pub subagents: bool,
 }
 

@@ -1,5 +1,5 @@
-//! Subagents: the pure pieces behind the `Task` tool. The loop that runs them lives in
-//! [`crate::lifecycle`].
+//! Subagents: the pure pieces behind the `Task` tool. The loop that runs them lives in the
+//! `lifecycle` module, which builds on these.
 //!
 //! - [`definition`]: agent types, the catalog, and reports of skipped definition files;
 //! - [`builtin`]: the built-in types `explore`, `plan`, `critique` and `general`;
@@ -27,9 +27,6 @@ pub use definition::{AgentDefinition, Catalog, InvalidDefinition, Subagents};
 
 use crate::context::Prefix;
 use crate::workspace::Workspace;
-
-/// Subagents running at once, by default; more wait for a free slot.
-pub const DEFAULT_MAX_RUNNING: usize = 4;
 
 /// The catalog of a session: the built-ins plus the bundle's valid custom definitions.
 pub fn load(workspace: &Workspace) -> Subagents {
