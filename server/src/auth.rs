@@ -8,7 +8,7 @@ use axum::http::request::Parts;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::state::AppState;
 use crate::store::{Store, StoreError};
 

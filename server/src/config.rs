@@ -66,9 +66,9 @@ pub struct Config {
     /// Tokens a session may spend before it is stopped.
     pub session_token_budget: u64,
     /// Requests per user, and per client address for requests that do not authenticate.
-    pub rate_limits: crate::ratelimit::RateLimits,
+    pub rate_limits: crate::http::ratelimit::RateLimits,
     /// Header and body deadlines, minimum body rate, concurrent upload slots.
-    pub request_limits: crate::ratelimit::RequestLimits,
+    pub request_limits: crate::http::ratelimit::RequestLimits,
     /// Size cap of an execution workspace (a tmpfs where the server can mount one).
     pub workspace_max_bytes: u64,
     /// Bundle grace period, retention interval, per-user bundle quota.
@@ -96,8 +96,8 @@ impl Config {
             agent_binary: crate::runner::default_agent_binary(),
             max_running_sessions: 16,
             session_token_budget: 5_000_000,
-            rate_limits: crate::ratelimit::RateLimits::default(),
-            request_limits: crate::ratelimit::RequestLimits::default(),
+            rate_limits: crate::http::ratelimit::RateLimits::default(),
+            request_limits: crate::http::ratelimit::RequestLimits::default(),
             workspace_max_bytes: 2 * 1024 * 1024 * 1024,
             retention: crate::retention::RetentionConfig::default(),
         }

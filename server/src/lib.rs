@@ -3,70 +3,29 @@
 //! Build the app with [`router`] and run it with [`serve`]; [`open`] connects and migrates
 //! the configured store.
 
-pub mod api;
 pub mod auth;
 pub mod bundles;
 pub mod config;
-pub mod error;
 pub mod execution;
 pub mod flags;
+pub mod http;
 pub mod gateway;
 pub mod hub;
 pub mod models;
-pub mod openapi;
 pub mod orchestrator;
-pub mod pages;
-pub mod ratelimit;
 pub mod retention;
 pub mod runner;
-mod serve;
 pub mod sessions;
 pub mod state;
 pub mod store;
 pub mod telemetry;
 
-use std::future::Future;
 use std::sync::Arc;
 
-use axum::Router;
-use axum::http::header::{AUTHORIZATION, COOKIE};
-use tokio::net::TcpListener;
-use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
-use tower_http::trace::TraceLayer;
 
 pub use config::Config;
+pub use http::{router, serve};
 pub use state::AppState;
-
-/// The whole application.
-pub fn router(state: AppState) -> Router {
-    let limited = axum::middleware::from_fn_with_state(state.clone(), ratelimit::limit);
-    let timed = axum::middleware::from_fn_with_state(state.clone(), ratelimit::deadline);
-    api::routes(state.config.max_json_body)
-        .merge(pages::routes())
-        .layer(limited)
-        .layer(timed)
-        .layer(TraceLayer::new_for_http())
-        .layer(SetSensitiveRequestHeadersLayer::new([
-            AUTHORIZATION,
-            COOKIE,
-        ]))
-        .layer(CatchPanicLayer::new())
-        .with_state(state)
-}
-
-/// Serve until `shutdown` resolves, then finish in-flight requests. Each connection must send
-/// a request's headers within the configured header timeout (idle keep-alive connections are
-/// closed after it too); each request carries its peer address as `ConnectInfo<SocketAddr>`.
-pub async fn serve(
-    listener: TcpListener,
-    state: AppState,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    let header_timeout = state.config.request_limits.header_timeout;
-    let app = router(state);
-    serve::run(listener, app, header_timeout, shutdown).await
-}
 
 /// Open the store, pick a sandbox runner, and start the orchestrator; sessions a previous
 /// process left running get their agents back (or a clear error when no runner exists).

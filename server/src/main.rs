@@ -157,9 +157,9 @@ struct RequestLimitArgs {
 }
 
 impl RequestLimitArgs {
-    fn limits(&self) -> ultraplan_server::ratelimit::RequestLimits {
+    fn limits(&self) -> ultraplan_server::http::ratelimit::RequestLimits {
         use std::time::Duration;
-        use ultraplan_server::ratelimit::{BodyDeadline, RequestLimits, UploadSlots};
+        use ultraplan_server::http::ratelimit::{BodyDeadline, RequestLimits, UploadSlots};
         RequestLimits {
             header_timeout: Duration::from_secs(self.header_timeout_secs.max(1)),
             body: BodyDeadline {
@@ -226,10 +226,10 @@ fn apply_serve_args(config: &mut Config, args: ServeArgs) {
     config.max_running_sessions = args.max_running.max(1);
     config.session_token_budget = args.session_token_budget;
     config.workspace_max_bytes = args.workspace_max_bytes;
-    config.rate_limits = ultraplan_server::ratelimit::RateLimits {
-        writes: ultraplan_server::ratelimit::RateLimit::per_second(args.rate_limit),
-        reads: ultraplan_server::ratelimit::RateLimit::per_second(args.read_rate_limit),
-        anonymous: ultraplan_server::ratelimit::RateLimit::per_second(args.anon_rate_limit),
+    config.rate_limits = ultraplan_server::http::ratelimit::RateLimits {
+        writes: ultraplan_server::http::ratelimit::RateLimit::per_second(args.rate_limit),
+        reads: ultraplan_server::http::ratelimit::RateLimit::per_second(args.read_rate_limit),
+        anonymous: ultraplan_server::http::ratelimit::RateLimit::per_second(args.anon_rate_limit),
     };
     config.request_limits = args.request_limits.limits();
     config.retention = args.retention.config();

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use crate::config::Config;
 use crate::hub::EventHub;
 use crate::orchestrator::Orchestrator;
-use crate::ratelimit::Limiters;
+use crate::http::ratelimit::Limiters;
 use crate::store::Store;
 use crate::telemetry::Counters;
 

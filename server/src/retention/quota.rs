@@ -5,7 +5,7 @@
 use axum::http::{HeaderMap, header};
 
 use super::registry::Uploading;
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use crate::store::{Admission, BundleRow};
 

@@ -4,7 +4,7 @@ use ultraplan_protocol::api::{Decision, PlanResource};
 use ultraplan_protocol::patch::{Execution, ExecutionState};
 use ultraplan_protocol::session::SessionStatus;
 
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use crate::store::{DecideOutcome, SessionRow};
 use crate::telemetry::names;
@@ -121,7 +121,7 @@ async fn start_if_idle(state: &AppState, session: &SessionRow) -> ApiResult<()> 
         // A live task either hands over, or (ending) starts execution as it goes.
         return Ok(());
     }
-    let flags = crate::api::sessions::user_flags(state, &session.user_id).await?;
+    let flags = crate::http::api::sessions::user_flags(state, &session.user_id).await?;
     let Some(row) = state.store.session(&session.id).await? else {
         return Ok(());
     };

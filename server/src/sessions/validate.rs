@@ -8,7 +8,7 @@ use ultraplan_protocol::session::PromptVariant;
 
 use crate::bundles::is_valid_sha256;
 use crate::config::Config;
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 
 const MAX_EVENTS_PER_REQUEST: usize = 16;
 const MAX_TITLE_CHARS: usize = 200;

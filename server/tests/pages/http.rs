@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use ultraplan_protocol::events::EventBody;
-use ultraplan_server::pages::CSP;
+use ultraplan_server::http::pages::CSP;
 
 use crate::flow::PLAN_V1;
 use crate::support::{Server, csrf, encode, exit_plan_mode};

@@ -1,7 +1,7 @@
 //! Page forms and login attempts are rate limited: a logged-in user's posts per user, login
 //! forms and links per client address.
 
-use ultraplan_server::ratelimit::{RateLimit, RateLimits};
+use ultraplan_server::http::ratelimit::{RateLimit, RateLimits};
 
 use crate::support::{Server, csrf, encode};
 
@@ -55,7 +55,7 @@ async fn a_cookie_users_page_posts_are_limited_past_the_burst() {
     assert!(r.headers().contains_key("retry-after"));
     assert_eq!(
         r.headers()["content-security-policy"],
-        ultraplan_server::pages::CSP
+        ultraplan_server::http::pages::CSP
     );
     let body = r.text().await.expect("body");
     assert!(body.contains("Too many requests"), "{body}");

@@ -336,7 +336,7 @@ async fn openapi_document_matches_the_code() {
 
 #[tokio::test]
 async fn each_token_is_rate_limited_on_its_own() {
-    use ultraplan_server::ratelimit::{RateLimit, RateLimits};
+    use ultraplan_server::http::ratelimit::{RateLimit, RateLimits};
     let server = TestServer::start_with(Backend::Sqlite, |config| {
         config.rate_limits = RateLimits {
             writes: RateLimit {

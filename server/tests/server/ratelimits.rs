@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use serde_json::Value;
-use ultraplan_server::ratelimit::{RateLimit, RateLimits};
+use ultraplan_server::http::ratelimit::{RateLimit, RateLimits};
 
 use crate::support::{Backend, TestServer};
 

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
-use ultraplan_server::ratelimit::{BodyDeadline, UploadSlots};
+use ultraplan_server::http::ratelimit::{BodyDeadline, UploadSlots};
 
 use crate::slow_client::{
     IsolatedServer, Outcome, SERVER_THREADS, process_threads, threads_named, trickle, upload_head,

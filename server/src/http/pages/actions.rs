@@ -14,7 +14,7 @@ use super::digest::Digest;
 use super::error::{PageError, PageResult};
 use super::notice::Notice;
 use super::session::{owned, terminal_polling};
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::sessions::events_after;
 use crate::sessions::{self, DecisionOutcome};
 use crate::state::AppState;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// How many uploads may run at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

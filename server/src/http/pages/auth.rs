@@ -15,7 +15,7 @@ use subtle::ConstantTimeEq;
 use super::db::{self, WebSessionRow};
 use super::error::{PageError, PageResult};
 use super::templates::{ErrorPage, Layout, render};
-use crate::ratelimit::ClientAddr;
+use crate::http::ratelimit::ClientAddr;
 use crate::state::AppState;
 use crate::store::now_ms;
 
@@ -274,14 +274,14 @@ pub fn limit_anonymous(state: &AppState, client: ClientAddr) -> Option<Response>
 
 /// 429 as a page, with `Retry-After`.
 pub fn too_many_page(retry_after: Duration) -> Response {
-    let seconds = crate::ratelimit::retry_seconds(retry_after);
+    let seconds = crate::http::ratelimit::retry_seconds(retry_after);
     let page = ErrorPage {
         layout: Layout::anonymous("Too many requests"),
         status: 429,
         message: format!("Too many requests in a short time. Try again in {seconds} s."),
         show_login: false,
     };
-    crate::ratelimit::with_retry_after(render(StatusCode::TOO_MANY_REQUESTS, &page), retry_after)
+    crate::http::ratelimit::with_retry_after(render(StatusCode::TOO_MANY_REQUESTS, &page), retry_after)
 }
 
 #[cfg(test)]

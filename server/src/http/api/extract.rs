@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// `Json<T>` with `{error:{code,message}}` rejections.
 pub struct ApiJson<T>(pub T);

@@ -138,7 +138,7 @@ impl IntoResponse for ApiError {
         };
         let mut response = (status, Json(body)).into_response();
         if let Some(wait) = retry_after {
-            response = crate::ratelimit::with_retry_after(response, wait);
+            response = crate::http::ratelimit::with_retry_after(response, wait);
         }
         if status == StatusCode::UNAUTHORIZED {
             response

@@ -8,7 +8,7 @@ use ultraplan_protocol::patch::{ExecutionState, PatchResource};
 
 use super::sessions::owned_session;
 use crate::auth::AuthUser;
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use crate::store::{PatchRow, SessionRow, format_ms};
 

@@ -4,7 +4,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 
 use super::templates::{ErrorPage, render};
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::store::StoreError;
 
 /// An error a page handler returns.

@@ -22,7 +22,7 @@ use axum::response::{IntoResponse, Response};
 use http_body::{Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::state::AppState;
 
 /// How long a request body may take.

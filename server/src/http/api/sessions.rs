@@ -10,7 +10,7 @@ use ultraplan_protocol::session::{SessionResource, SessionStatus};
 
 use super::extract::{ApiJson, ApiQuery};
 use crate::auth::AuthUser;
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 use crate::flags::{Defaults, UserFlags};
 use crate::sessions::{self, DecisionOutcome};
 use crate::state::AppState;

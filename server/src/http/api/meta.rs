@@ -8,7 +8,7 @@ use ultraplan_protocol::api::{Eligibility, Health, Reason, ReasonCode};
 
 use super::sessions::user_flags;
 use crate::auth::MaybeUser;
-use crate::error::ApiResult;
+use crate::http::error::ApiResult;
 use crate::state::AppState;
 
 /// `/healthz`: liveness, plus the sandbox limits in force once a runner is chosen.
@@ -112,5 +112,5 @@ pub async fn eligibility(
 #[utoipa::path(get, path = "/v1/openapi.json", tag = "meta",
     responses((status = 200, description = "OpenAPI 3.1 document")))]
 pub async fn openapi() -> impl IntoResponse {
-    Json(crate::openapi::document())
+    Json(crate::http::openapi::document())
 }

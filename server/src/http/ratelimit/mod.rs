@@ -34,7 +34,7 @@ use axum::http::{HeaderValue, Method};
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// Buckets kept before idle ones are dropped.
 pub const MAX_BUCKETS: usize = 10_000;

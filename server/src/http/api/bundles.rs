@@ -11,7 +11,7 @@ use ultraplan_protocol::api::BundleUploaded;
 
 use crate::auth::AuthUser;
 use crate::bundles::{self, BundleStats};
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use crate::store::{BundleRow, now_ms};
 

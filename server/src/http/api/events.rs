@@ -14,7 +14,7 @@ use ultraplan_protocol::session::SessionStatus;
 use super::extract::{ApiJson, ApiQuery};
 use super::sessions::owned_session;
 use crate::auth::AuthUser;
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 use crate::sessions;
 use crate::state::AppState;
 

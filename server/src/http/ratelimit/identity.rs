@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::ClientAddr;
 use crate::auth::{self, Verified};
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::state::AppState;
 
 /// Middleware: verify a presented bearer token and limit the request on who it is.

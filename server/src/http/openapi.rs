@@ -5,7 +5,7 @@ use utoipa::openapi::path::{Operation, ParameterIn, PathItem};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 
-use crate::api;
+use crate::http::api;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -26,7 +26,7 @@ use crate::api;
         api::patch::get,
         api::events::list,
         api::events::post,
-        crate::pages::login::mint,
+        crate::http::pages::login::mint,
     ),
     modifiers(&BearerAuth, &CommonResponses)
 )]

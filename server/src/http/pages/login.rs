@@ -19,8 +19,8 @@ use super::db::{self, LinkRow};
 use super::error::{PageError, PageResult};
 use super::templates::{Layout, LoginPage, render};
 use crate::auth::AuthUser;
-use crate::error::{ApiError, ApiResult};
-use crate::ratelimit::ClientAddr;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::ratelimit::ClientAddr;
 use crate::state::AppState;
 use crate::store::{format_ms, now_ms};
 

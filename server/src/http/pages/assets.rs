@@ -30,17 +30,17 @@ static ASSETS: LazyLock<[Asset; 3]> = LazyLock::new(|| {
         asset(
             "app.css",
             "text/css; charset=utf-8",
-            include_bytes!("../../../web/static/app.css"),
+            include_bytes!("../../../../web/static/app.css"),
         ),
         asset(
             "app.js",
             "text/javascript; charset=utf-8",
-            include_bytes!("../../../web/static/app.js"),
+            include_bytes!("../../../../web/static/app.js"),
         ),
         asset(
             "icon.svg",
             "image/svg+xml",
-            include_bytes!("../../../web/static/icon.svg"),
+            include_bytes!("../../../../web/static/icon.svg"),
         ),
     ]
 });

@@ -1,6 +1,6 @@
 //! The client address a request came from, as the key of its unauthenticated bucket.
 //!
-//! [`serve`](crate::serve) records each connection's peer address in the request's
+//! [`serve`](crate::http::serve) records each connection's peer address in the request's
 //! extensions (axum's `ConnectInfo<SocketAddr>`). IPv6 clients are keyed on their /64, the
 //! block one host usually holds, so walking through one's own addresses does not buy new
 //! buckets. Behind a reverse proxy every request shares the proxy's address.
@@ -13,7 +13,7 @@ use axum::http::Extensions;
 use axum::http::request::Parts;
 
 /// Where a request came from; `None` when the server did not record it (a router driven
-/// without [`serve`](crate::serve)).
+/// without [`serve`](crate::http::serve)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientAddr(pub Option<IpAddr>);
 
