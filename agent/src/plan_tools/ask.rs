@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use ultraplan_protocol::constants::ASK_USER_QUESTION_TOOL;
 use ultraplan_protocol::model::ToolDefinition;
 
-use crate::tools::parse_input;
+use crate::tools::{object_tool, parse_input};
 
 /// The tool's name as the model calls it.
 pub const NAME: &str = ASK_USER_QUESTION_TOOL;
@@ -21,22 +21,17 @@ struct AskInput {
 
 /// The tool as offered to the model.
 pub fn definition() -> ToolDefinition {
-    ToolDefinition {
-        name: NAME.to_owned(),
-        description: DESCRIPTION.to_owned(),
-        input_schema: json!({
-            "type": "object",
-            "properties": {
-                "question": {"type": "string", "minLength": 1,
-                    "description": "One clear question, with the context the user needs to answer it."},
-                "options": {"type": "array", "items": {"type": "string"},
-                    "description": "Suggested answers, if the choice is between a few options."}
-            },
-            "required": ["question"],
-            "additionalProperties": false
+    object_tool(
+        NAME,
+        DESCRIPTION,
+        json!({
+            "question": {"type": "string", "minLength": 1,
+                "description": "One clear question, with the context the user needs to answer it."},
+            "options": {"type": "array", "items": {"type": "string"},
+                "description": "Suggested answers, if the choice is between a few options."}
         }),
-        cache_control: None,
-    }
+        &["question"],
+    )
 }
 
 const DESCRIPTION: &str = "Ask the user a question and wait for the answer. Use it only when \

@@ -7,7 +7,7 @@ use ultraplan_protocol::constants::EXIT_PLAN_MODE_TOOL;
 use ultraplan_protocol::model::ToolDefinition;
 use ultraplan_protocol::plan_text::{extract_approved_plan, extract_teleport_plan};
 
-use crate::tools::parse_input;
+use crate::tools::{object_tool, parse_input};
 
 /// The tool's name as the model calls it.
 pub const NAME: &str = EXIT_PLAN_MODE_TOOL;
@@ -24,20 +24,15 @@ struct ExitPlanInput {
 
 /// The tool as offered to the model.
 pub fn definition() -> ToolDefinition {
-    ToolDefinition {
-        name: NAME.to_owned(),
-        description: DESCRIPTION.to_owned(),
-        input_schema: json!({
-            "type": "object",
-            "properties": {
-                "plan": {"type": "string", "minLength": 1,
-                    "description": "The complete plan in Markdown."}
-            },
-            "required": ["plan"],
-            "additionalProperties": false
+    object_tool(
+        NAME,
+        DESCRIPTION,
+        json!({
+            "plan": {"type": "string", "minLength": 1,
+                "description": "The complete plan in Markdown."}
         }),
-        cache_control: None,
-    }
+        &["plan"],
+    )
 }
 
 const DESCRIPTION: &str = "Submit your finished plan for the user's review and wait for their \

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use ultraplan_protocol::model::{Message, ToolDefinition};
 
 use crate::conversation::tool_calls;
-use crate::tools::{ToolOutput, parse_input};
+use crate::tools::{ToolOutput, object_tool, parse_input};
 
 /// The tool's name as the model calls it.
 pub const NAME: &str = "TodoWrite";
@@ -51,35 +51,30 @@ pub fn execution_definition() -> ToolDefinition {
 }
 
 fn with_description(description: &str) -> ToolDefinition {
-    ToolDefinition {
-        name: NAME.to_owned(),
-        description: description.to_owned(),
-        input_schema: json!({
-            "type": "object",
-            "properties": {
-                "todos": {
-                    "type": "array",
-                    "description": "The complete list; it replaces the previous one.",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "content": {"type": "string", "minLength": 1,
-                                "description": "What to do, in the imperative."},
-                            "status": {"type": "string",
-                                "enum": ["pending", "in_progress", "completed"]},
-                            "activeForm": {"type": "string",
-                                "description": "Present-continuous form shown while in progress."}
-                        },
-                        "required": ["content", "status"],
-                        "additionalProperties": false
-                    }
+    object_tool(
+        NAME,
+        description,
+        json!({
+            "todos": {
+                "type": "array",
+                "description": "The complete list; it replaces the previous one.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "content": {"type": "string", "minLength": 1,
+                            "description": "What to do, in the imperative."},
+                        "status": {"type": "string",
+                            "enum": ["pending", "in_progress", "completed"]},
+                        "activeForm": {"type": "string",
+                            "description": "Present-continuous form shown while in progress."}
+                    },
+                    "required": ["content", "status"],
+                    "additionalProperties": false
                 }
-            },
-            "required": ["todos"],
-            "additionalProperties": false
+            }
         }),
-        cache_control: None,
-    }
+        &["todos"],
+    )
 }
 
 const DESCRIPTION: &str = "Keep a checklist of your own investigation and planning work. Each \

@@ -12,7 +12,7 @@ use serde_json::json;
 use ultraplan_protocol::model::ToolDefinition;
 
 use super::write::{Target, inspect, write_file};
-use super::{ToolError, parse_input};
+use super::{ToolError, object_tool, parse_input};
 use crate::workspace::Workspace;
 
 /// The tool's name as the model calls it.
@@ -41,26 +41,21 @@ struct EditInput {
 
 /// The tool as offered to the model.
 pub fn definition() -> ToolDefinition {
-    ToolDefinition {
-        name: NAME.to_owned(),
-        description: DESCRIPTION.to_owned(),
-        input_schema: json!({
-            "type": "object",
-            "properties": {
-                "file_path": {"type": "string", "description": "File to edit, relative to the \
-                    repository root (or absolute under it)."},
-                "old_string": {"type": "string", "description": "The exact text to replace, \
-                    including whitespace and indentation. Empty only to create a file."},
-                "new_string": {"type": "string", "description": "The text to put in its place \
-                    (must differ from old_string)."},
-                "replace_all": {"type": "boolean", "default": false, "description": "Replace \
-                    every occurrence of old_string instead of exactly one."}
-            },
-            "required": ["file_path", "old_string", "new_string"],
-            "additionalProperties": false
+    object_tool(
+        NAME,
+        DESCRIPTION,
+        json!({
+            "file_path": {"type": "string", "description": "File to edit, relative to the \
+                repository root (or absolute under it)."},
+            "old_string": {"type": "string", "description": "The exact text to replace, \
+                including whitespace and indentation. Empty only to create a file."},
+            "new_string": {"type": "string", "description": "The text to put in its place \
+                (must differ from old_string)."},
+            "replace_all": {"type": "boolean", "default": false, "description": "Replace \
+                every occurrence of old_string instead of exactly one."}
         }),
-        cache_control: None,
-    }
+        &["file_path", "old_string", "new_string"],
+    )
 }
 
 const DESCRIPTION: &str = "Replace an exact string in a text file. `old_string` must match the \

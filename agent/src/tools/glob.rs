@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::json;
 use ultraplan_protocol::model::ToolDefinition;
 
-use super::{ToolError, parse_input, walk};
+use super::{ToolError, object_tool, parse_input, walk};
 use crate::workspace::{Workspace, WorkspaceError};
 
 /// The tool's name as the model calls it.
@@ -28,28 +28,23 @@ pub struct GlobInput {
 
 /// The tool as offered to the model.
 pub fn definition() -> ToolDefinition {
-    ToolDefinition {
-        name: NAME.to_owned(),
-        description: DESCRIPTION.to_owned(),
-        input_schema: json!({
-            "type": "object",
-            "properties": {
-                "pattern": {
-                    "type": "string",
-                    "description": "Glob matched against paths relative to `path`, e.g. \
-                        \"**/*.rs\", \"src/**/*.{ts,tsx}\" or \"*.toml\" (top level only)."
-                },
-                "path": {
-                    "type": "string",
-                    "description": "Directory to search in, relative to the repository root \
-                        (or absolute under it). Omit it to search the whole repository."
-                }
+    object_tool(
+        NAME,
+        DESCRIPTION,
+        json!({
+            "pattern": {
+                "type": "string",
+                "description": "Glob matched against paths relative to `path`, e.g. \
+                    \"**/*.rs\", \"src/**/*.{ts,tsx}\" or \"*.toml\" (top level only)."
             },
-            "required": ["pattern"],
-            "additionalProperties": false
+            "path": {
+                "type": "string",
+                "description": "Directory to search in, relative to the repository root \
+                    (or absolute under it). Omit it to search the whole repository."
+            }
         }),
-        cache_control: None,
-    }
+        &["pattern"],
+    )
 }
 
 const DESCRIPTION: &str = "Find files by name with a glob pattern. `*` matches within one \

@@ -12,7 +12,7 @@ use serde_json::json;
 use ultraplan_protocol::model::ToolDefinition;
 
 use super::grep_sink::{FileSink, Hits};
-use super::{ToolError, parse_input, walk};
+use super::{ToolError, object_tool, parse_input, walk};
 use crate::workspace::Workspace;
 
 pub use super::grep_sink::{FileHits, Line, OutputMode};
@@ -71,12 +71,7 @@ impl GrepInput {
 
 /// The tool as offered to the model.
 pub fn definition() -> ToolDefinition {
-    ToolDefinition {
-        name: NAME.to_owned(),
-        description: DESCRIPTION.to_owned(),
-        input_schema: input_schema(),
-        cache_control: None,
-    }
+    object_tool(NAME, DESCRIPTION, properties(), &["pattern"])
 }
 
 const DESCRIPTION: &str = "Search file contents with a regular expression (ripgrep engine and \
@@ -87,37 +82,33 @@ gives matching lines per file; \"content\" shows the lines as `path:line:text` (
 `path-line-text`, `--` between groups). Narrow big searches with `path`, `glob` or `type`. \
 Output is capped near 30000 characters; counts always cover every match.";
 
-fn input_schema() -> serde_json::Value {
+/// The input's fields.
+fn properties() -> serde_json::Value {
     json!({
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "description": "Regular expression to search for."},
-            "path": {"type": "string", "description": "File or directory to search, relative \
-                to the repository root (default: the whole repository)."},
-            "glob": {"type": "string", "description": "Only search files matching this glob \
-                (like rg --glob), e.g. \"*.rs\", \"*.{ts,tsx}\", \"src/**/*.py\"; prefix with \
-                `!` to exclude."},
-            "type": {"type": "string", "description": "Only search files of this type (like \
-                rg --type), e.g. rust, py, js, ts, go, java, c, cpp, md, json, yaml, toml."},
-            "output_mode": {"type": "string",
-                "enum": ["content", "files_with_matches", "count"],
-                "description": "What to return (default files_with_matches)."},
-            "-i": {"type": "boolean", "description": "Case-insensitive search."},
-            "-n": {"type": "boolean", "description": "Show line numbers (content mode; \
-                default true)."},
-            "-A": {"type": "integer", "minimum": 0, "description": "Lines of context after \
-                each match (content mode)."},
-            "-B": {"type": "integer", "minimum": 0, "description": "Lines of context before \
-                each match (content mode)."},
-            "-C": {"type": "integer", "minimum": 0, "description": "Lines of context before \
-                and after each match (content mode)."},
-            "multiline": {"type": "boolean", "description": "Let the pattern span lines; `.` \
-                then also matches newlines (like rg -U --multiline-dotall)."},
-            "head_limit": {"type": "integer", "minimum": 0, "description": "Show only the \
-                first N output lines (content), files (files_with_matches) or entries (count)."}
-        },
-        "required": ["pattern"],
-        "additionalProperties": false
+        "pattern": {"type": "string", "description": "Regular expression to search for."},
+        "path": {"type": "string", "description": "File or directory to search, relative \
+            to the repository root (default: the whole repository)."},
+        "glob": {"type": "string", "description": "Only search files matching this glob \
+            (like rg --glob), e.g. \"*.rs\", \"*.{ts,tsx}\", \"src/**/*.py\"; prefix with \
+            `!` to exclude."},
+        "type": {"type": "string", "description": "Only search files of this type (like \
+            rg --type), e.g. rust, py, js, ts, go, java, c, cpp, md, json, yaml, toml."},
+        "output_mode": {"type": "string",
+            "enum": ["content", "files_with_matches", "count"],
+            "description": "What to return (default files_with_matches)."},
+        "-i": {"type": "boolean", "description": "Case-insensitive search."},
+        "-n": {"type": "boolean", "description": "Show line numbers (content mode; \
+            default true)."},
+        "-A": {"type": "integer", "minimum": 0, "description": "Lines of context after \
+            each match (content mode)."},
+        "-B": {"type": "integer", "minimum": 0, "description": "Lines of context before \
+            each match (content mode)."},
+        "-C": {"type": "integer", "minimum": 0, "description": "Lines of context before \
+            and after each match (content mode)."},
+        "multiline": {"type": "boolean", "description": "Let the pattern span lines; `.` \
+            then also matches newlines (like rg -U --multiline-dotall)."},
+        "head_limit": {"type": "integer", "minimum": 0, "description": "Show only the \
+            first N output lines (content), files (files_with_matches) or entries (count)."}
     })
 }
 

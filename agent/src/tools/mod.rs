@@ -17,10 +17,12 @@ mod walk;
 pub mod write;
 
 use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
 use thiserror::Error;
 use ultraplan_protocol::ContentBlock;
-use ultraplan_protocol::events::ToolResultContent;
+use ultraplan_protocol::model::ToolDefinition;
 
+use crate::conversation::tool_result_block;
 use crate::workspace::WorkspaceError;
 
 pub use registry::ToolRegistry;
@@ -59,13 +61,8 @@ impl ToolOutput {
     }
 
     /// The `tool_result` block answering the tool_use `tool_use_id`.
-    pub fn into_block(self, tool_use_id: impl Into<String>) -> ContentBlock {
-        ContentBlock::ToolResult {
-            tool_use_id: tool_use_id.into(),
-            content: ToolResultContent::Text(self.content),
-            is_error: self.is_error.then_some(true),
-            cache_control: None,
-        }
+    pub fn into_block(self, tool_use_id: &str) -> ContentBlock {
+        tool_result_block(tool_use_id, self.content, self.is_error)
     }
 }
 
@@ -104,6 +101,27 @@ pub enum ToolError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// A tool as offered to the model, taking an object of `properties` of which `required` must be
+/// given, and nothing else.
+pub(crate) fn object_tool(
+    name: &str,
+    description: &str,
+    properties: Value,
+    required: &[&str],
+) -> ToolDefinition {
+    ToolDefinition {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        input_schema: json!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": false
+        }),
+        cache_control: None,
+    }
 }
 
 /// Deserializes a tool's input, naming the offending field on failure.

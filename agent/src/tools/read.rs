@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::json;
 use ultraplan_protocol::model::ToolDefinition;
 
-use super::{ToolError, parse_input, truncate_chars};
+use super::{ToolError, object_tool, parse_input, truncate_chars};
 use crate::workspace::Workspace;
 
 /// The tool's name as the model calls it.
@@ -37,24 +37,19 @@ pub struct ReadInput {
 
 /// The tool as offered to the model.
 pub fn definition() -> ToolDefinition {
-    ToolDefinition {
-        name: NAME.to_owned(),
-        description: DESCRIPTION.to_owned(),
-        input_schema: json!({
-            "type": "object",
-            "properties": {
-                "file_path": {"type": "string", "description": "File to read, relative to the \
-                    repository root (or absolute under it)."},
-                "offset": {"type": "integer", "minimum": 1, "description": "Line number to \
-                    start at (1-based). Use it with `limit` for long files."},
-                "limit": {"type": "integer", "minimum": 1, "description": "Number of lines to \
-                    read (default 2000)."}
-            },
-            "required": ["file_path"],
-            "additionalProperties": false
+    object_tool(
+        NAME,
+        DESCRIPTION,
+        json!({
+            "file_path": {"type": "string", "description": "File to read, relative to the \
+                repository root (or absolute under it)."},
+            "offset": {"type": "integer", "minimum": 1, "description": "Line number to \
+                start at (1-based). Use it with `limit` for long files."},
+            "limit": {"type": "integer", "minimum": 1, "description": "Number of lines to \
+                read (default 2000)."}
         }),
-        cache_control: None,
-    }
+        &["file_path"],
+    )
 }
 
 const DESCRIPTION: &str = "Read a text file. Output is numbered like `cat -n`: the line number, \

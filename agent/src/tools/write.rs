@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::json;
 use ultraplan_protocol::model::ToolDefinition;
 
-use super::{ToolError, parse_input};
+use super::{ToolError, object_tool, parse_input};
 use crate::workspace::Workspace;
 
 /// The tool's name as the model calls it.
@@ -30,22 +30,17 @@ struct WriteInput {
 
 /// The tool as offered to the model.
 pub fn definition() -> ToolDefinition {
-    ToolDefinition {
-        name: NAME.to_owned(),
-        description: DESCRIPTION.to_owned(),
-        input_schema: json!({
-            "type": "object",
-            "properties": {
-                "file_path": {"type": "string", "description": "File to write, relative to the \
-                    repository root (or absolute under it)."},
-                "content": {"type": "string", "description": "The complete new content of the \
-                    file."}
-            },
-            "required": ["file_path", "content"],
-            "additionalProperties": false
+    object_tool(
+        NAME,
+        DESCRIPTION,
+        json!({
+            "file_path": {"type": "string", "description": "File to write, relative to the \
+                repository root (or absolute under it)."},
+            "content": {"type": "string", "description": "The complete new content of the \
+                file."}
         }),
-        cache_control: None,
-    }
+        &["file_path", "content"],
+    )
 }
 
 const DESCRIPTION: &str = "Create a file, or replace the whole content of an existing one, \

@@ -22,7 +22,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use ultraplan_protocol::model::ToolDefinition;
 
-use super::{ToolOutput, parse_input};
+use super::{ToolOutput, object_tool, parse_input};
 use crate::workspace::Workspace;
 use group::LiveGroups;
 use process::{Ending, Finished, Job};
@@ -49,24 +49,19 @@ struct BashInput {
 
 /// The tool as offered to the model.
 pub fn definition() -> ToolDefinition {
-    ToolDefinition {
-        name: NAME.to_owned(),
-        description: DESCRIPTION.to_owned(),
-        input_schema: json!({
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "minLength": 1,
-                    "description": "The shell command to run."},
-                "timeout": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS,
-                    "description": "Timeout in milliseconds (default 120000, at most 600000)."},
-                "description": {"type": "string", "description": "What the command does, in \
-                    a few words (e.g. \"Run the unit tests\")."}
-            },
-            "required": ["command"],
-            "additionalProperties": false
+    object_tool(
+        NAME,
+        DESCRIPTION,
+        json!({
+            "command": {"type": "string", "minLength": 1,
+                "description": "The shell command to run."},
+            "timeout": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS,
+                "description": "Timeout in milliseconds (default 120000, at most 600000)."},
+            "description": {"type": "string", "description": "What the command does, in \
+                a few words (e.g. \"Run the unit tests\")."}
         }),
-        cache_control: None,
-    }
+        &["command"],
+    )
 }
 
 const DESCRIPTION: &str = "Run a shell command with bash in the repository root and return its \
