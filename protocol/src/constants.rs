@@ -6,6 +6,32 @@ pub const EXIT_PLAN_MODE_TOOL: &str = "ExitPlanMode";
 /// Name of the tool the agent calls to ask the user a question.
 pub const ASK_USER_QUESTION_TOOL: &str = "AskUserQuestion";
 
+/// What a main-agent tool_use that leaves the session waiting on the user waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserWait {
+    /// An [`EXIT_PLAN_MODE_TOOL`] call: the reviewer approves or rejects the plan.
+    Decision,
+    /// An [`ASK_USER_QUESTION_TOOL`] call: the user answers the question.
+    Question,
+}
+
+impl UserWait {
+    /// What a main-agent call of `tool_name` waits on the user for; `None` for every tool that
+    /// does not wait on the user. Subagent calls never wait on the user, whatever their name.
+    pub fn of_tool(tool_name: &str) -> Option<UserWait> {
+        match tool_name {
+            EXIT_PLAN_MODE_TOOL => Some(UserWait::Decision),
+            ASK_USER_QUESTION_TOOL => Some(UserWait::Question),
+            _ => None,
+        }
+    }
+}
+
+/// Whether a main-agent call of `tool_name` leaves the session waiting on the user.
+pub fn waits_on_user(tool_name: &str) -> bool {
+    UserWait::of_tool(tool_name).is_some()
+}
+
 /// First line of an ExitPlanMode tool_result when the reviewer teleports the plan back to the
 /// terminal. The plan follows on the next line.
 pub const TELEPORT_SENTINEL: &str = "__ULTRAPLAN_TELEPORT_LOCAL__";
@@ -65,3 +91,26 @@ pub const TASK_STARTED: &str = "task_started";
 pub const TASK_FINISHED: &str = "task_finished";
 /// `system` event subtype: a custom agent definition was invalid and skipped.
 pub const AGENT_DEFINITION_INVALID: &str = "agent_definition_invalid";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plan_exits_and_questions_wait_on_the_user() {
+        let cases = [
+            ("ExitPlanMode", Some(UserWait::Decision)),
+            ("AskUserQuestion", Some(UserWait::Question)),
+            ("exitplanmode", None),
+            ("AskUserQuestion ", None),
+            ("TodoWrite", None),
+            ("Task", None),
+            ("Bash", None),
+            ("", None),
+        ];
+        for (name, want) in cases {
+            assert_eq!(UserWait::of_tool(name), want, "{name:?}");
+            assert_eq!(waits_on_user(name), want.is_some(), "{name:?}");
+        }
+    }
+}

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::constants::EXIT_PLAN_MODE_TOOL;
+use crate::constants::{EXIT_PLAN_MODE_TOOL, UserWait};
 use crate::model::Usage;
 
 /// One stored event: a body plus the server's stamp.
@@ -101,6 +101,27 @@ impl EventBody {
                     id, name, input, ..
                 } if name == EXIT_PLAN_MODE_TOOL => {
                     Some((id.as_str(), input.get("plan").and_then(Value::as_str)))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every main-agent tool_use of this event that leaves the session waiting on the user, in
+    /// order, with what it waits for (see [`UserWait::of_tool`]). Subagent calls never wait.
+    pub fn user_waits(&self) -> Vec<(&str, UserWait)> {
+        let EventBody::Assistant(a) = self else {
+            return Vec::new();
+        };
+        if a.parent_tool_use_id.is_some() {
+            return Vec::new();
+        }
+        a.message
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolUse { id, name, .. } => {
+                    UserWait::of_tool(name).map(|wait| (id.as_str(), wait))
                 }
                 _ => None,
             })
@@ -452,6 +473,36 @@ mod tests {
             serde_json::from_value(json!({"type":"user","message":{"content":"x"}}))
                 .expect("parses");
         assert_eq!(body, EventBody::user_text("x"));
+    }
+
+    #[test]
+    fn user_waits_lists_main_agent_plan_exits_and_questions_in_order() {
+        let ask = |id: &str| ContentBlock::tool_use(id, "AskUserQuestion", json!({}));
+        let exit = |id: &str| ContentBlock::tool_use(id, EXIT_PLAN_MODE_TOOL, json!({"plan":"p"}));
+        let bash = |id: &str| ContentBlock::tool_use(id, "Bash", json!({}));
+        let cases: Vec<(Vec<ContentBlock>, Vec<(&str, UserWait)>)> = vec![
+            (vec![], vec![]),
+            (vec![ContentBlock::text("hi"), bash("b")], vec![]),
+            (vec![exit("e")], vec![("e", UserWait::Decision)]),
+            (vec![ask("a")], vec![("a", UserWait::Question)]),
+            (
+                vec![ask("a"), bash("b"), exit("e")],
+                vec![("a", UserWait::Question), ("e", UserWait::Decision)],
+            ),
+        ];
+        for (content, want) in cases {
+            let mut body = EventBody::assistant(content);
+            assert_eq!(body.user_waits(), want);
+            if let EventBody::Assistant(a) = &mut body {
+                a.parent_tool_use_id = Some("task".into());
+            }
+            assert!(body.user_waits().is_empty(), "subagent calls never wait");
+        }
+        assert!(
+            EventBody::user_text("AskUserQuestion")
+                .user_waits()
+                .is_empty()
+        );
     }
 
     #[test]
