@@ -480,7 +480,8 @@ mod tests {
         let ask = |id: &str| ContentBlock::tool_use(id, "AskUserQuestion", json!({}));
         let exit = |id: &str| ContentBlock::tool_use(id, EXIT_PLAN_MODE_TOOL, json!({"plan":"p"}));
         let bash = |id: &str| ContentBlock::tool_use(id, "Bash", json!({}));
-        let cases: Vec<(Vec<ContentBlock>, Vec<(&str, UserWait)>)> = vec![
+        type Waits<'a> = Vec<(&'a str, UserWait)>;
+        let cases: Vec<(Vec<ContentBlock>, Waits)> = vec![
             (vec![], vec![]),
             (vec![ContentBlock::text("hi"), bash("b")], vec![]),
             (vec![exit("e")], vec![("e", UserWait::Decision)]),
