@@ -1,8 +1,10 @@
-//! Builders for the temporary file trees the unit tests search.
+//! Builders for the unit tests: the temporary file trees they search, and transcript events.
 
 use std::path::Path;
 
 use tempfile::TempDir;
+use ultraplan_protocol::EventBody;
+use ultraplan_protocol::events::ResultEvent;
 
 /// Creates a temporary tree holding `files` (path relative to the root, contents).
 pub(crate) fn tree(files: &[(&str, &[u8])]) -> TempDir {
@@ -39,4 +41,17 @@ pub(crate) fn set_mtime(root: &Path, path: &str, secs: u64) {
         .expect("open for mtime");
     let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
     file.set_modified(time).expect("set mtime");
+}
+
+/// A logged `result` event of a session that ended well, carrying `result` as its text.
+pub(crate) fn success(result: Option<&str>) -> EventBody {
+    EventBody::Result(ResultEvent {
+        subtype: "success".into(),
+        is_error: false,
+        result: result.map(str::to_owned),
+        num_turns: None,
+        duration_ms: None,
+        usage: None,
+        patch: None,
+    })
 }

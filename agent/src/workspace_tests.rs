@@ -1,4 +1,4 @@
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::*;
 use crate::test_support::{symlink, tree};
@@ -12,16 +12,20 @@ enum Want {
     OutsideRoot,
     SymlinkEscape,
     NotFound,
+    BrokenSymlink,
+    Io,
 }
 
-fn check(ws: &Workspace, input: &str, want: &Want) {
-    let got = ws.resolve(input);
+/// Checks what `ws.resolve(input)` or `ws.resolve_for_write(input)` gave.
+fn check(ws: &Workspace, input: &str, got: Result<PathBuf, WorkspaceError>, want: &Want) {
     match (want, &got) {
         (Want::Ok(rel), Ok(path)) => assert_eq!(path, &ws.root().join(rel), "input {input:?}"),
         (Want::Escapes, Err(WorkspaceError::Escapes { .. }))
         | (Want::OutsideRoot, Err(WorkspaceError::OutsideRoot { .. }))
         | (Want::SymlinkEscape, Err(WorkspaceError::SymlinkEscape { .. }))
-        | (Want::NotFound, Err(WorkspaceError::NotFound { .. })) => {}
+        | (Want::NotFound, Err(WorkspaceError::NotFound { .. }))
+        | (Want::BrokenSymlink, Err(WorkspaceError::BrokenSymlink { .. }))
+        | (Want::Io, Err(WorkspaceError::Io { .. })) => {}
         _ => panic!("input {input:?}: wanted {want:?}, got {got:?}"),
     }
 }
@@ -67,7 +71,47 @@ fn resolves_and_refuses_paths() {
         ("src/missing/deeper.rs", Want::NotFound),
     ];
     for (input, want) in &cases {
-        check(&ws, input, want);
+        check(&ws, input, ws.resolve(input), want);
+    }
+}
+
+#[test]
+fn write_paths_are_confined_like_reads() {
+    let outside = tree(&[("secret.txt", b"s")]);
+    let dir = tree(&[("src/main.rs", b"fn main() {}"), ("README.md", b"r")]);
+    let root = dir.path();
+    symlink(root, "link_out", outside.path());
+    symlink(root, "file_out", &outside.path().join("secret.txt"));
+    symlink(root, "new_out", &outside.path().join("new.txt"));
+    symlink(root, "link_in", Path::new("src"));
+    symlink(root, "dangling_in", Path::new("nowhere"));
+    let ws = Workspace::new(root).expect("workspace");
+    let abs_new = format!("{}/src/new.rs", root.display());
+
+    let cases: Vec<(&str, Want)> = vec![
+        ("src/main.rs", Want::Ok("src/main.rs")),
+        ("src/new.rs", Want::Ok("src/new.rs")),
+        ("a/b/c/new.txt", Want::Ok("a/b/c/new.txt")),
+        ("./src/../notes.md", Want::Ok("notes.md")),
+        (&abs_new, Want::Ok("src/new.rs")),
+        ("link_in/lib.rs", Want::Ok("src/lib.rs")),
+        ("link_in/main.rs", Want::Ok("src/main.rs")),
+        ("", Want::Io),
+        (".", Want::Io),
+        ("README.md/x", Want::Io),
+        ("../x", Want::Escapes),
+        ("src/../../x", Want::Escapes),
+        ("/etc/passwd", Want::OutsideRoot),
+        ("/tmp/x", Want::OutsideRoot),
+        ("link_out/new.txt", Want::SymlinkEscape),
+        ("link_out/secret.txt", Want::SymlinkEscape),
+        ("file_out", Want::SymlinkEscape),
+        ("new_out", Want::SymlinkEscape),
+        ("dangling_in", Want::BrokenSymlink),
+        ("dangling_in/x", Want::BrokenSymlink),
+    ];
+    for (input, want) in &cases {
+        check(&ws, input, ws.resolve_for_write(input), want);
     }
 }
 
@@ -79,9 +123,9 @@ fn root_given_through_a_symlink_accepts_both_spellings() {
     let given = holder.path().join("repo");
     let ws = Workspace::new(&given).expect("workspace");
     let via_given = format!("{}/a.txt", given.display());
-    check(&ws, &via_given, &Want::Ok("a.txt"));
+    check(&ws, &via_given, ws.resolve(&via_given), &Want::Ok("a.txt"));
     let via_real = format!("{}/a.txt", dir.path().display());
-    check(&ws, &via_real, &Want::Ok("a.txt"));
+    check(&ws, &via_real, ws.resolve(&via_real), &Want::Ok("a.txt"));
 }
 
 #[test]

@@ -119,12 +119,11 @@ impl State {
 mod tests {
     use serde_json::json;
     use ultraplan_protocol::ContentBlock;
-    use ultraplan_protocol::events::{
-        ControlRequest, ControlRequestEvent, PermissionMode, ResultEvent,
-    };
+    use ultraplan_protocol::events::{ControlRequest, ControlRequestEvent, PermissionMode};
 
     use super::*;
     use crate::conversation::{text_of, user_text};
+    use crate::test_support::success;
 
     fn control() -> EventBody {
         EventBody::ControlRequest(ControlRequestEvent {
@@ -138,18 +137,6 @@ mod tests {
 
     fn call(id: &str, name: &str) -> EventBody {
         EventBody::assistant(vec![ContentBlock::tool_use(id, name, json!({}))])
-    }
-
-    fn success() -> EventBody {
-        EventBody::Result(ResultEvent {
-            subtype: "success".into(),
-            is_error: false,
-            result: None,
-            num_turns: None,
-            duration_ms: None,
-            usage: None,
-            patch: None,
-        })
     }
 
     fn subagent(mut event: EventBody) -> EventBody {
@@ -200,7 +187,7 @@ mod tests {
                     call("a", "Glob"),
                     EventBody::tool_result("a", "x", false),
                     EventBody::assistant(vec![ContentBlock::text("done")]),
-                    success(),
+                    success(None),
                 ],
                 vec![
                     "Assistant:[\"a\"][]",
@@ -230,7 +217,7 @@ mod tests {
                     call("a", "Grep"),
                     EventBody::user_text("also check docs"),
                     EventBody::tool_result("a", "x", false),
-                    success(),
+                    success(None),
                 ],
                 vec![
                     "Assistant:[\"a\"][]",

@@ -68,6 +68,15 @@ pub(crate) fn reply(
     })
 }
 
+/// A logged assistant reply of one text block that stopped for `stop`.
+pub(crate) fn said(text: &str, stop: StopReason) -> EventBody {
+    let mut event = EventBody::assistant(vec![ContentBlock::text(text)]);
+    if let EventBody::Assistant(a) = &mut event {
+        a.message.stop_reason = Some(crate::conversation::stop_reason_name(stop));
+    }
+    event
+}
+
 pub(crate) fn tool(id: &str, name: &str, input: Value) -> ContentBlock {
     ContentBlock::tool_use(id, name, input)
 }

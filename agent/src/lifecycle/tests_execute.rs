@@ -1,7 +1,6 @@
 //! State-machine tests: execution mode (an approved plan being implemented).
 
 use serde_json::{Value, json};
-use ultraplan_protocol::events::ResultEvent;
 use ultraplan_protocol::frames::AgentMode;
 use ultraplan_protocol::model::{ModelErrorKind, StopReason};
 use ultraplan_protocol::{ContentBlock, EventBody};
@@ -11,6 +10,7 @@ use super::test_harness::*;
 use super::*;
 use crate::conversation::{from_user_event, rebuild, text_of, tool_results, user_text};
 use crate::plan_tools::exit_plan::APPROVED_RESULT_TEXT;
+use crate::test_support::success;
 use crate::tools::{bash, edit, glob, grep, read, write};
 
 const EXECUTION_TOOLS: [&str; 7] = ["Glob", "Grep", "Read", "Write", "Edit", "Bash", "TodoWrite"];
@@ -57,26 +57,6 @@ fn approved() -> Vec<EventBody> {
             false,
         ),
     ]
-}
-
-fn said(text: &str, stop: StopReason) -> EventBody {
-    let mut event = EventBody::assistant(vec![ContentBlock::text(text)]);
-    if let EventBody::Assistant(a) = &mut event {
-        a.message.stop_reason = Some(crate::conversation::stop_reason_name(stop));
-    }
-    event
-}
-
-fn success() -> EventBody {
-    EventBody::Result(ResultEvent {
-        subtype: "success".into(),
-        is_error: false,
-        result: Some("done".into()),
-        num_turns: None,
-        duration_ms: None,
-        usage: None,
-        patch: None,
-    })
 }
 
 fn with(mut transcript: Vec<EventBody>, more: Vec<EventBody>) -> Vec<EventBody> {
@@ -313,7 +293,10 @@ fn execution_resume_points() {
             "summary and result logged",
             with(
                 approved(),
-                vec![said("All done.", StopReason::EndTurn), success()],
+                vec![
+                    said("All done.", StopReason::EndTurn),
+                    success(Some("done")),
+                ],
             ),
             vec!["exit:0"],
         ),

@@ -2,15 +2,16 @@
 
 use serde_json::json;
 use ultraplan_protocol::constants::TELEPORT_REPLY;
-use ultraplan_protocol::events::{ResultEvent, Role};
+use ultraplan_protocol::events::Role;
 use ultraplan_protocol::model::StopReason;
 use ultraplan_protocol::{ContentBlock, EventBody};
 
-use super::test_harness::{agent_from, labels, last_message, requests, result_text, tool};
+use super::test_harness::{agent_from, labels, last_message, requests, result_text, said, tool};
 use super::*;
 use crate::conversation::{text_of, tool_results};
 use crate::plan_tools::exit_plan::APPROVED_RESULT_TEXT;
 use crate::prompts::CONTINUE_NUDGE;
+use crate::test_support::success;
 
 fn prompt() -> EventBody {
     EventBody::user_text("plan it")
@@ -23,26 +24,6 @@ fn call(id: &str, name: &str) -> EventBody {
         _ => json!({"pattern": "x"}),
     };
     EventBody::assistant(vec![tool(id, name, input)])
-}
-
-fn said(text: &str, stop: StopReason) -> EventBody {
-    let mut event = EventBody::assistant(vec![ContentBlock::text(text)]);
-    if let EventBody::Assistant(a) = &mut event {
-        a.message.stop_reason = Some(crate::conversation::stop_reason_name(stop));
-    }
-    event
-}
-
-fn success() -> EventBody {
-    EventBody::Result(ResultEvent {
-        subtype: "success".into(),
-        is_error: false,
-        result: None,
-        num_turns: None,
-        duration_ms: None,
-        usage: None,
-        patch: None,
-    })
 }
 
 fn begin(transcript: &[EventBody]) -> (Agent, Vec<Effect>) {
@@ -116,7 +97,7 @@ fn resume_points() {
                 call("p", "ExitPlanMode"),
                 teleport,
                 said(TELEPORT_REPLY, StopReason::EndTurn),
-                success(),
+                success(None),
             ],
             vec!["exit:0"],
         ),
@@ -127,7 +108,7 @@ fn resume_points() {
         ),
         (
             "turn closed",
-            vec![prompt(), said("done", StopReason::EndTurn), success()],
+            vec![prompt(), said("done", StopReason::EndTurn), success(None)],
             vec![],
         ),
         (
@@ -145,7 +126,7 @@ fn resume_points() {
             vec![
                 prompt(),
                 said("done", StopReason::EndTurn),
-                success(),
+                success(None),
                 EventBody::user_text("more"),
             ],
             vec!["request"],
