@@ -107,27 +107,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::conversation::{assistant, tool_result_block, tool_results, user, user_text};
-
-    /// A conversation of `turns` tool rounds; round i calls `names[i % len]` with id `t<i>`.
-    fn rounds(turns: usize, names: &[&str], result_len: usize) -> Vec<Message> {
-        let mut messages = vec![user_text("prompt")];
-        for i in 0..turns {
-            let id = format!("t{i}");
-            let name = names[i % names.len()];
-            messages.push(assistant(vec![ContentBlock::tool_use(
-                &id,
-                name,
-                json!({"file_path": format!("src/f{i}.rs")}),
-            )]));
-            messages.push(user(vec![tool_result_block(
-                &id,
-                "x".repeat(result_len),
-                false,
-            )]));
-        }
-        messages
-    }
+    use crate::context::tests::tool_rounds;
+    use crate::conversation::tool_results;
 
     fn cleared_ids(messages: &[Message]) -> Vec<String> {
         messages
@@ -179,7 +160,7 @@ mod tests {
             (5, 2, 1, &["Grep"], 10, &[]),
         ];
         for (turns, keep, step, names, len, want) in cases {
-            let out = clear_old_results(&rounds(turns, names, len), keep, step);
+            let out = clear_old_results(&tool_rounds(turns, names, len), keep, step);
             assert_eq!(
                 cleared_ids(&out),
                 want,
@@ -191,7 +172,7 @@ mod tests {
 
     #[test]
     fn placeholders_name_the_tool_and_input() {
-        let out = clear_old_results(&rounds(2, &["Read"], 500), 1, 1);
+        let out = clear_old_results(&tool_rounds(2, &["Read"], 500), 1, 1);
         let (_, text, _) = tool_results(&out[2]).remove(0);
         assert_eq!(
             text,

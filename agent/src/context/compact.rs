@@ -53,25 +53,9 @@ pub fn apply_summary(messages: &[Message], summary: &str, keep_tokens: usize) ->
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-    use ultraplan_protocol::ContentBlock;
-
     use super::*;
-    use crate::conversation::{assistant, safe_cuts, text_of, tool_result_block, user};
-
-    fn history(rounds: usize) -> Vec<Message> {
-        let mut messages = vec![user_text("prompt")];
-        for i in 0..rounds {
-            let id = format!("t{i}");
-            messages.push(assistant(vec![ContentBlock::tool_use(
-                &id,
-                "Grep",
-                json!({}),
-            )]));
-            messages.push(user(vec![tool_result_block(&id, "y".repeat(800), false)]));
-        }
-        messages
-    }
+    use crate::context::tests::tool_rounds;
+    use crate::conversation::{safe_cuts, text_of};
 
     #[test]
     fn summary_replaces_all_but_head_and_tail() {
@@ -84,7 +68,7 @@ mod tests {
             (6, 100_000, 14),
         ];
         for (rounds, keep, want_len) in cases {
-            let messages = history(rounds);
+            let messages = tool_rounds(rounds, &["Grep"], 800);
             let out = apply_summary(&messages, " the summary ", keep);
             assert_eq!(out.len(), want_len, "{rounds} rounds keep {keep}");
             assert_eq!(out[0], messages[0]);
@@ -97,7 +81,7 @@ mod tests {
 
     #[test]
     fn summary_request_ends_with_the_instruction() {
-        let messages = summary_request(history(1));
+        let messages = summary_request(tool_rounds(1, &["Grep"], 800));
         assert_eq!(messages.len(), 4);
         assert_eq!(text_of(&messages[3]), SUMMARY_INSTRUCTION);
         assert!(SUMMARY_INSTRUCTION.contains("Do not call any tool"));

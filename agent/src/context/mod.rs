@@ -120,16 +120,23 @@ mod tests {
         }
     }
 
-    fn history(rounds: usize, len: usize) -> Vec<Message> {
+    /// A conversation of `turns` tool rounds after a prompt; round i calls `names[i % len]` with
+    /// id `t<i>` and input `{"file_path": "src/f<i>.rs"}`, and gets `result_len` characters back.
+    pub(super) fn tool_rounds(turns: usize, names: &[&str], result_len: usize) -> Vec<Message> {
         let mut messages = vec![user_text("prompt")];
-        for i in 0..rounds {
+        for i in 0..turns {
             let id = format!("t{i}");
+            let name = names[i % names.len()];
             messages.push(assistant(vec![ContentBlock::tool_use(
                 &id,
-                "Read",
-                json!({}),
+                name,
+                json!({"file_path": format!("src/f{i}.rs")}),
             )]));
-            messages.push(user(vec![tool_result_block(&id, "z".repeat(len), false)]));
+            messages.push(user(vec![tool_result_block(
+                &id,
+                "x".repeat(result_len),
+                false,
+            )]));
         }
         messages
     }
@@ -151,11 +158,11 @@ mod tests {
         };
         let cases = [(2, 400, 5), (20, 400, 1 + 2 * 2)];
         for (rounds, len, want) in cases {
-            let out = turn_messages(&prefix(), &history(rounds, len), &ctx);
+            let out = turn_messages(&prefix(), &tool_rounds(rounds, &["Read"], len), &ctx);
             assert_eq!(out.len(), want, "{rounds} rounds");
             assert_eq!(marks(&out), 2);
         }
-        let snipped = turn_messages(&prefix(), &history(20, 400), &ctx);
+        let snipped = turn_messages(&prefix(), &tool_rounds(20, &["Read"], 400), &ctx);
         assert!(text_of(&snipped[0]).contains("[Earlier conversation snipped: 36 messages"));
     }
 
@@ -165,7 +172,7 @@ mod tests {
             snip_keep_tokens: 300,
             ..ContextSettings::default()
         };
-        let out = summary_messages(&history(20, 400), &ctx);
+        let out = summary_messages(&tool_rounds(20, &["Read"], 400), &ctx);
         let last = out.last().map(text_of).unwrap_or_default();
         assert!(last.ends_with(compact::SUMMARY_INSTRUCTION), "{last}");
         assert!(estimate_tokens(&out) < 700);
@@ -178,8 +185,8 @@ mod tests {
             clear_step_turns: 1,
             ..ContextSettings::default()
         };
-        let full = estimate_tokens(&history(4, 4000));
-        let estimated = estimate(&prefix(), &history(4, 4000), &ctx);
+        let full = estimate_tokens(&tool_rounds(4, &["Read"], 4000));
+        let estimated = estimate(&prefix(), &tool_rounds(4, &["Read"], 4000), &ctx);
         assert!(estimated < full / 2, "{estimated} vs {full}");
         assert!(estimated >= 1000);
     }

@@ -49,37 +49,22 @@ pub fn snip_middle(messages: &[Message], keep_tokens: usize) -> Vec<Message> {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
     use ultraplan_protocol::ContentBlock;
 
     use super::*;
-    use crate::conversation::{assistant, text_of, tool_calls, tool_result_block, user};
-
-    /// prompt, then `n` rounds of (call t<i>, result of `len` chars).
-    fn rounds(n: usize, len: usize) -> Vec<Message> {
-        let mut messages = vec![user_text("prompt")];
-        for i in 0..n {
-            let id = format!("t{i}");
-            messages.push(assistant(vec![ContentBlock::tool_use(
-                &id,
-                "Read",
-                json!({}),
-            )]));
-            messages.push(user(vec![tool_result_block(&id, "x".repeat(len), false)]));
-        }
-        messages
-    }
+    use crate::context::tests::tool_rounds;
+    use crate::conversation::{assistant, text_of, tool_calls};
 
     #[test]
     fn tail_starts_at_valid_cuts_within_budget() {
-        // Each round is ~ (4 + 2 + len) chars; with len 400 a round is ~101 tokens.
+        // Each round is ~ (4 + 25 + len) chars; with len 400 a round is ~107 tokens.
         let cases = [
-            (rounds(0, 400), 10, 1),
-            (rounds(1, 400), 10, 1),
-            (rounds(5, 400), 1_000_000, 1),
-            (rounds(5, 400), 250, 7),
-            (rounds(5, 400), 150, 9),
-            (rounds(5, 400), 0, 9),
+            (tool_rounds(0, &["Read"], 400), 10, 1),
+            (tool_rounds(1, &["Read"], 400), 10, 1),
+            (tool_rounds(5, &["Read"], 400), 1_000_000, 1),
+            (tool_rounds(5, &["Read"], 400), 250, 7),
+            (tool_rounds(5, &["Read"], 400), 150, 9),
+            (tool_rounds(5, &["Read"], 400), 0, 9),
         ];
         for (messages, keep, want) in cases {
             let start = tail_start(&messages, keep);
@@ -90,7 +75,7 @@ mod tests {
 
     #[test]
     fn snipping_keeps_head_note_and_paired_tail() {
-        let messages = rounds(6, 400);
+        let messages = tool_rounds(6, &["Read"], 400);
         let out = snip_middle(&messages, 250);
         assert_eq!(out[0], messages[0]);
         assert_eq!(text_of(&out[1]), snip_note(8));
@@ -101,7 +86,7 @@ mod tests {
 
     #[test]
     fn steering_text_is_a_valid_cut() {
-        let mut messages = rounds(2, 4000);
+        let mut messages = tool_rounds(2, &["Read"], 4000);
         messages.push(user_text("steer"));
         messages.push(assistant(vec![ContentBlock::text("ok")]));
         let out = snip_middle(&messages, 10);
