@@ -5,6 +5,7 @@
 //! - [`session`]: the session resource, statuses and phases;
 //! - [`api`]: HTTP request and response bodies;
 //! - [`model`]: provider-neutral model requests in Anthropic Messages shape;
+//! - [`model_spec`]: the configured model names (`anthropic:<id>`, `openai:<id>`, `offline`);
 //! - [`patch`]: what remote execution changed;
 //! - [`frames`]: newline-delimited JSON frames between the agent and the server;
 //! - [`scanner`]: the [`ExitPlanModeScanner`] and phase derivation;
@@ -16,6 +17,7 @@ pub mod constants;
 pub mod events;
 pub mod frames;
 pub mod model;
+pub mod model_spec;
 pub mod patch;
 pub mod plan_text;
 pub mod scanner;

@@ -130,6 +130,14 @@ pub struct ModelResponse {
     pub usage: Usage,
 }
 
+/// A completed model call: the answer and how many provider attempts it took (retries
+/// included; the offline planner always takes one).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub response: ModelResponse,
+    pub attempts: u32,
+}
+
 /// Why the gateway could not answer a model request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
