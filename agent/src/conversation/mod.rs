@@ -6,9 +6,10 @@ mod rebuild;
 
 use serde_json::Value;
 use ultraplan_protocol::events::{
-    AssistantEvent, AssistantMessage, Role, ToolResultContent, UserContent, UserEvent, UserMessage,
+    AssistantEvent, AssistantMessage, ResultEvent, Role, ToolResultContent, UserContent, UserEvent,
+    UserMessage,
 };
-use ultraplan_protocol::model::{Message, StopReason};
+use ultraplan_protocol::model::{Message, StopReason, Usage};
 use ultraplan_protocol::{ContentBlock, EventBody};
 
 pub use rebuild::{Rebuilt, rebuild};
@@ -138,7 +139,7 @@ pub fn for_task(mut event: EventBody, task_id: &str) -> EventBody {
 pub struct AssistantMeta {
     pub model: Option<String>,
     pub stop_reason: Option<StopReason>,
-    pub usage: Option<ultraplan_protocol::model::Usage>,
+    pub usage: Option<Usage>,
 }
 
 /// The event recording an assistant message.
@@ -152,6 +153,19 @@ pub fn assistant_event(message: &Message, meta: AssistantMeta) -> EventBody {
             usage: meta.usage,
         },
         parent_tool_use_id: None,
+    })
+}
+
+/// The `result` event that closes a session: an error unless `subtype` is `success`.
+pub fn result_event(subtype: &str, text: &str, num_turns: u32, usage: Usage) -> EventBody {
+    EventBody::Result(ResultEvent {
+        subtype: subtype.to_owned(),
+        is_error: subtype != ResultEvent::SUCCESS,
+        result: Some(text.to_owned()),
+        num_turns: Some(num_turns),
+        duration_ms: None,
+        usage: Some(usage),
+        patch: None,
     })
 }
 
@@ -227,6 +241,24 @@ mod tests {
             safe_cuts(&messages),
             vec![true, true, false, true, false, true, true]
         );
+    }
+
+    #[test]
+    fn result_events_are_errors_unless_successful() {
+        let usage = Usage {
+            output_tokens: 7,
+            ..Usage::default()
+        };
+        let cases = [("success", false), ("error_max_turns", true), ("", true)];
+        for (subtype, is_error) in cases {
+            let EventBody::Result(event) = result_event(subtype, "text", 3, usage) else {
+                panic!("{subtype}: not a result event");
+            };
+            assert_eq!(event.subtype, subtype);
+            assert_eq!(event.is_error, is_error, "{subtype}");
+            assert_eq!(event.result.as_deref(), Some("text"));
+            assert_eq!((event.num_turns, event.usage), (Some(3), Some(usage)));
+        }
     }
 
     #[test]

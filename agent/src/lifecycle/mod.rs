@@ -36,6 +36,8 @@ mod tests_tasks;
 #[cfg(test)]
 mod tests_user;
 
+pub use turn::ERROR_DURING_EXECUTION;
+
 use std::collections::BTreeMap;
 
 use ultraplan_protocol::EventBody;
@@ -45,7 +47,7 @@ use ultraplan_protocol::model::{Message, ModelError, ModelRequest, ModelResponse
 
 use crate::config::AgentConfig;
 use crate::context::Prefix;
-use crate::conversation::{Rebuilt, ToolCall};
+use crate::conversation::{self, Rebuilt, ToolCall};
 use crate::plan_tools::todo::TodoState;
 use crate::subagents::Subagents;
 use crate::tools::ToolOutput;
@@ -306,15 +308,7 @@ impl Agent {
     }
 
     fn result_event(&self, subtype: &str, text: &str) -> EventBody {
-        EventBody::Result(ResultEvent {
-            subtype: subtype.to_owned(),
-            is_error: subtype != ResultEvent::SUCCESS,
-            result: Some(text.to_owned()),
-            num_turns: Some(self.turns),
-            duration_ms: None,
-            usage: Some(self.usage),
-            patch: None,
-        })
+        conversation::result_event(subtype, text, self.turns, self.usage)
     }
 
     /// Ends the session with a `result` of `subtype`.

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use ultraplan_protocol::EventBody;
 use ultraplan_protocol::constants::FRAME_PROTOCOL_VERSION;
-use ultraplan_protocol::events::ResultEvent;
 use ultraplan_protocol::frames::{AgentFrame, ServerFrame, StartSettings};
 use ultraplan_protocol::model::Usage;
 
@@ -18,7 +17,8 @@ use super::setup::setup;
 use super::tool_exec::ToolExec;
 use super::{Incoming, Outcome, RunEnv};
 use crate::config::AgentConfig;
-use crate::lifecycle::{Agent, Effect, Input};
+use crate::conversation::result_event;
+use crate::lifecycle::{Agent, ERROR_DURING_EXECUTION, Effect, Input};
 
 /// Interval between heartbeats.
 pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
@@ -124,15 +124,7 @@ async fn start(
 }
 
 fn setup_failure(text: &str) -> EventBody {
-    EventBody::Result(ResultEvent {
-        subtype: "error_during_execution".to_owned(),
-        is_error: true,
-        result: Some(text.to_owned()),
-        num_turns: Some(0),
-        duration_ms: None,
-        usage: Some(Usage::default()),
-        patch: None,
-    })
+    result_event(ERROR_DURING_EXECUTION, text, 0, Usage::default())
 }
 
 /// A running session.
