@@ -3,7 +3,7 @@
 
 use ultraplan_protocol::model::Message;
 
-use super::snip::tail_start;
+use super::snip::{replace_middle, tail_start};
 use crate::conversation::user_text;
 
 /// The request appended to the history to obtain the summary.
@@ -40,15 +40,11 @@ pub fn summary_message(summary: &str) -> Message {
 /// The history after compaction: first message, summary, then the recent tail that fits
 /// `keep_tokens` (cut without separating tool_use from tool_result).
 pub fn apply_summary(messages: &[Message], summary: &str, keep_tokens: usize) -> Vec<Message> {
-    let Some(first) = messages.first() else {
+    if messages.is_empty() {
         return vec![summary_message(summary)];
-    };
+    }
     let start = tail_start(messages, keep_tokens).max(1);
-    let mut out = Vec::with_capacity(messages.len() - start + 2);
-    out.push(first.clone());
-    out.push(summary_message(summary));
-    out.extend_from_slice(&messages[start..]);
-    out
+    replace_middle(messages, summary_message(summary), start)
 }
 
 #[cfg(test)]

@@ -40,9 +40,15 @@ pub fn snip_middle(messages: &[Message], keep_tokens: usize) -> Vec<Message> {
     if start <= 1 {
         return messages.to_vec();
     }
+    replace_middle(messages, user_text(snip_note(start - 1)), start)
+}
+
+/// The first message, then `note` in place of `messages[1..start]`, then the tail from `start`
+/// (`messages` must not be empty, and `start` is at least 1).
+pub fn replace_middle(messages: &[Message], note: Message, start: usize) -> Vec<Message> {
     let mut out = Vec::with_capacity(messages.len() - start + 2);
-    out.push(messages[0].clone());
-    out.push(user_text(snip_note(start - 1)));
+    out.extend(messages.first().cloned());
+    out.push(note);
     out.extend_from_slice(&messages[start..]);
     out
 }
