@@ -8,6 +8,7 @@
 //! - [`model_spec`]: the configured model names (`anthropic:<id>`, `openai:<id>`, `offline`);
 //! - [`patch`]: what remote execution changed;
 //! - [`frames`]: newline-delimited JSON frames between the agent and the server;
+//! - [`git_patch`]: a `git diff` patch's per-file sections and the (C-quoted) names in them;
 //! - [`scanner`]: the [`ExitPlanModeScanner`] and phase derivation;
 //! - [`constants`]: markers, sentinels, glyphs and limits.
 
@@ -16,6 +17,7 @@ pub mod api;
 pub mod constants;
 pub mod events;
 pub mod frames;
+pub mod git_patch;
 pub mod model;
 pub mod model_spec;
 pub mod patch;
