@@ -9,7 +9,7 @@ use ultraplan_protocol::events::{
     AssistantEvent, AssistantMessage, ResultEvent, Role, ToolResultContent, UserContent, UserEvent,
     UserMessage,
 };
-use ultraplan_protocol::model::{Message, StopReason, Usage};
+use ultraplan_protocol::model::{Message, ModelResponse, StopReason, Usage};
 use ultraplan_protocol::{ContentBlock, EventBody};
 
 pub use rebuild::{Rebuilt, rebuild};
@@ -154,6 +154,18 @@ pub fn assistant_event(message: &Message, meta: AssistantMeta) -> EventBody {
         },
         parent_tool_use_id: None,
     })
+}
+
+/// The assistant message of a model reply, and the event that records it.
+pub fn reply(response: ModelResponse) -> (Message, EventBody) {
+    let message = assistant(response.content);
+    let meta = AssistantMeta {
+        model: Some(response.model),
+        stop_reason: response.stop_reason,
+        usage: Some(response.usage),
+    };
+    let event = assistant_event(&message, meta);
+    (message, event)
 }
 
 /// The `result` event that closes a session: an error unless `subtype` is `success`.

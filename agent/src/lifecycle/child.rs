@@ -11,8 +11,7 @@ use super::{Effect, Ids};
 use crate::config::AgentConfig;
 use crate::context::{self, Prefix};
 use crate::conversation::{
-    AssistantMeta, ToolCall, assistant, assistant_event, for_task, text_of, tool_calls, user,
-    user_event, user_text,
+    ToolCall, for_task, reply, text_of, tool_calls, user, user_event, user_text,
 };
 use crate::plan_tools::todo::{self, TodoState};
 use crate::prompts::CONTINUE_NUDGE;
@@ -179,23 +178,19 @@ impl Child {
     fn on_reply(&mut self, response: ModelResponse, env: &mut Env<'_>) -> Step {
         self.usage = self.usage + response.usage;
         self.turns = self.turns.saturating_add(1);
-        let message = assistant(response.content);
+        let stop_reason = response.stop_reason;
+        let (message, event) = reply(response);
         let calls = tool_calls(&message);
         let text = text_of(&message);
         if !text.trim().is_empty() {
             self.last_text = text;
         }
-        let meta = AssistantMeta {
-            model: Some(response.model),
-            stop_reason: response.stop_reason,
-            usage: Some(response.usage),
-        };
-        self.emit(assistant_event(&message, meta), env);
+        self.emit(event, env);
         self.messages.push(message);
         if !calls.is_empty() {
             return self.start_round(calls, env);
         }
-        match response.stop_reason {
+        match stop_reason {
             Some(StopReason::MaxTokens) => {
                 let nudge = user_text(CONTINUE_NUDGE);
                 self.emit(user_event(&nudge), env);

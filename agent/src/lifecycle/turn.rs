@@ -9,9 +9,7 @@ use ultraplan_protocol::model::{
 
 use super::{Agent, CompactTrigger, Effect, Owner, Phase, Purpose, Wait};
 use crate::context;
-use crate::conversation::{
-    AssistantMeta, assistant, assistant_event, text_of, tool_calls, user_event, user_text,
-};
+use crate::conversation::{assistant, reply, text_of, tool_calls, user_event, user_text};
 use crate::plan_tools::todo;
 use crate::prompts::CONTINUE_NUDGE;
 
@@ -107,22 +105,17 @@ impl Agent {
         self.usage = self.usage + response.usage;
         self.turns = self.turns.saturating_add(1);
         self.overflow_retry_used = false;
-        let message = assistant(response.content);
+        let stop_reason = response.stop_reason;
+        let (message, event) = reply(response);
         let calls = tool_calls(&message);
         self.todos
             .on_assistant_turn(calls.iter().any(|c| c.name == todo::NAME));
-        let meta = AssistantMeta {
-            model: Some(response.model),
-            stop_reason: response.stop_reason,
-            usage: Some(response.usage),
-        };
-        let event = assistant_event(&message, meta);
         let text = text_of(&message);
         self.add(message, event, out);
         if !calls.is_empty() {
             return self.start_batch(calls, out);
         }
-        match response.stop_reason {
+        match stop_reason {
             Some(StopReason::MaxTokens) => self.continue_cut_reply(out),
             Some(StopReason::PauseTurn) => self.next_turn(out),
             _ => self.end_turn(&text, out),
