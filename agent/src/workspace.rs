@@ -87,12 +87,18 @@ impl Workspace {
     ///
     /// An empty path or `.` is the root itself.
     pub fn resolve(&self, user_path: &str) -> Result<PathBuf, WorkspaceError> {
+        let normalized = self.normalized(user_path)?;
+        self.confine(user_path, &self.root.join(normalized))
+    }
+
+    /// `user_path` relative to the root with `.` and `..` resolved; an escape above the root
+    /// is refused.
+    fn normalized(&self, user_path: &str) -> Result<PathBuf, WorkspaceError> {
         let relative = self.relative_part(user_path)?;
-        let normalized = normalize(&relative).ok_or_else(|| WorkspaceError::Escapes {
+        normalize(&relative).ok_or_else(|| WorkspaceError::Escapes {
             path: user_path.to_owned(),
             root: self.given.clone(),
-        })?;
-        self.confine(user_path, &self.root.join(normalized))
+        })
     }
 
     /// Canonicalizes `joined` (a path under the root, possibly through symlinks) and checks it

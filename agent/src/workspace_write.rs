@@ -10,18 +10,14 @@
 use std::io;
 use std::path::{Component, PathBuf};
 
-use super::{Workspace, WorkspaceError, normalize};
+use super::{Workspace, WorkspaceError};
 
 impl Workspace {
     /// Resolves a user path for writing. The file and any of its parent directories may be
     /// missing; the result is the canonical existing part joined with the missing names, always
     /// inside the root. The root itself is refused (it is a directory).
     pub fn resolve_for_write(&self, user_path: &str) -> Result<PathBuf, WorkspaceError> {
-        let relative = self.relative_part(user_path)?;
-        let normalized = normalize(&relative).ok_or_else(|| WorkspaceError::Escapes {
-            path: user_path.to_owned(),
-            root: self.given.clone(),
-        })?;
+        let normalized = self.normalized(user_path)?;
         let names: Vec<_> = normalized
             .components()
             .filter_map(|c| match c {

@@ -23,14 +23,8 @@ pub fn signal_group(pgid: i32, signal: i32) -> io::Result<()> {
             format!("refusing to signal process group {pgid}"),
         ));
     }
-    // SAFETY: kill(2) takes plain integers and touches no memory of ours; the negated pgid
-    // (at most -2) addresses exactly one process group.
-    let rc = unsafe { libc::kill(-pgid, signal) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    // The negated pgid (at most -2) addresses exactly one process group.
+    kill(-pgid, signal)
 }
 
 /// Sends `signal` to the process `pid` (tests use signal 0 to probe for a process).
@@ -39,8 +33,17 @@ pub fn signal_process(pid: i32, signal: i32) -> io::Result<()> {
     if pid < 2 {
         return Err(io::Error::from(io::ErrorKind::InvalidInput));
     }
-    // SAFETY: as above; a positive pid addresses one process.
-    let rc = unsafe { libc::kill(pid, signal) };
+    kill(pid, signal)
+}
+
+/// `kill(2)`: `target` is a pid, or a negated process group id. The targets that address more
+/// than one process or group, or init (-1, 0, 1), are refused here as well as by the callers.
+fn kill(target: i32, signal: i32) -> io::Result<()> {
+    if (-1..=1).contains(&target) {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours.
+    let rc = unsafe { libc::kill(target, signal) };
     if rc == 0 {
         Ok(())
     } else {
