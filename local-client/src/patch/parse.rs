@@ -1,9 +1,10 @@
 //! Splitting a `git diff --binary --full-index` patch into one patch per file, with each file's
 //! path, kind of change and line counts. Pure: bytes in, values out.
 //!
-//! A file's patch starts at a line beginning with `diff --git `. That is unambiguous: hunk lines
-//! start with ` `, `+`, `-` or `\`, and the base85 lines of a binary patch never hold a space.
+//! Sections and the (C-quoted) names in their header lines are read by the protocol's strict
+//! [`git_patch`] reader; a `diff --git` line it cannot read refuses the whole patch.
 
+use ultraplan_protocol::git_patch::{self, lossy};
 use ultraplan_protocol::patch::{FileChange, PatchFile, PatchSummary};
 
 /// The patch of one file.
@@ -50,30 +51,15 @@ pub enum ParseError {
 
 /// Splits a patch into per-file patches, in order. Blank input is an empty patch.
 pub fn split(patch: &[u8]) -> Result<Vec<FilePatch>, ParseError> {
-    let mut starts = Vec::new();
-    let mut offset = 0;
-    for line in patch.split_inclusive(|&b| b == b'\n') {
-        if line.starts_with(b"diff --git ") {
-            starts.push(offset);
-        }
-        offset += line.len();
-    }
-    let Some(&first) = starts.first() else {
+    let sections = git_patch::sections(patch);
+    if sections.is_empty() {
         return if patch.iter().all(u8::is_ascii_whitespace) {
             Ok(Vec::new())
         } else {
             Err(ParseError::NotAGitPatch)
         };
-    };
-    let ends = starts.iter().skip(1).copied().chain([patch.len()]);
-    let mut files = Vec::with_capacity(starts.len());
-    for (start, end) in std::iter::once(first)
-        .chain(starts.iter().skip(1).copied())
-        .zip(ends)
-    {
-        files.push(parse_section(&patch[start..end])?);
     }
-    Ok(files)
+    sections.into_iter().map(parse_section).collect()
 }
 
 /// The summary of parsed files, as the server describes a patch.
@@ -105,8 +91,9 @@ fn parse_section(text: &[u8]) -> Result<FilePatch, ParseError> {
         line: String::from_utf8_lossy(header).into_owned(),
     };
     let names = header
-        .strip_prefix(b"diff --git ")
-        .and_then(header_names)
+        .strip_prefix(git_patch::DIFF_HEADER)
+        .and_then(|rest| git_patch::header_names(rest).ok())
+        .map(|(a, b)| (lossy(&a), lossy(&b)))
         .ok_or_else(bad)?;
     let (mut old, mut new) = (None, None);
     let (mut rename_from, mut rename_to) = (None, None);
@@ -210,117 +197,18 @@ fn is_link_mode(mode: &str) -> bool {
     u32::from_str_radix(&digits, 8).is_ok_and(|m| m & 0o170_000 == 0o120_000)
 }
 
-/// The two names of a `diff --git a/X b/Y` line (prefixes removed). Unquoted names with spaces
-/// are split where both halves name the same file, as git does.
-fn header_names(rest: &[u8]) -> Option<(String, String)> {
-    if rest.first() == Some(&b'"') {
-        let (a, tail) = unquote(rest)?;
-        let tail = tail.strip_prefix(b" ")?;
-        let b = if tail.first() == Some(&b'"') {
-            unquote(tail)?.0
-        } else {
-            tail.to_vec()
-        };
-        return Some((strip(&a, b"a/")?, strip(&b, b"b/")?));
-    }
-    let body = rest.strip_prefix(b"a/")?;
-    // `NAME b/NAME`: the same name twice.
-    if body.len() >= 4 && (body.len() - 3).is_multiple_of(2) {
-        let n = (body.len() - 3) / 2;
-        if &body[n..n + 3] == b" b/" && body[..n] == body[n + 3..] {
-            let name = lossy(&body[..n]);
-            return Some((name.clone(), name));
-        }
-    }
-    let at = find(body, b" b/").or_else(|| find(body, b" \"b/"))?;
-    let b = &body[at + 1..];
-    let b = if b.first() == Some(&b'"') {
-        strip(&unquote(b)?.0, b"b/")?
-    } else {
-        lossy(&b[2..])
-    };
-    Some((lossy(&body[..at]), b))
-}
-
-/// A `---`/`+++` name: `None` for `/dev/null`. git ends a name holding a space with a tab.
+/// A `---`/`+++` name: `None` for `/dev/null`, and for a name whose quoting cannot be read
+/// (the section's other names stand in for it).
 fn patch_name(rest: &[u8], prefix: &[u8]) -> Option<String> {
-    let rest = rest.strip_suffix(b"\t").unwrap_or(rest);
-    if rest == b"/dev/null" {
-        return None;
-    }
-    let name = if rest.first() == Some(&b'"') {
-        unquote(rest)?.0
-    } else {
-        rest.to_vec()
-    };
-    Some(match name.strip_prefix(prefix) {
-        Some(stripped) => lossy(stripped),
-        None => lossy(&name),
-    })
+    git_patch::side_name(rest, prefix)
+        .ok()
+        .flatten()
+        .map(|n| lossy(&n))
 }
 
 /// A `rename from`/`copy to` name: possibly quoted, no prefix.
 fn plain_name(rest: &[u8]) -> Option<String> {
-    if rest.first() == Some(&b'"') {
-        Some(lossy(&unquote(rest)?.0))
-    } else {
-        Some(lossy(rest))
-    }
-}
-
-fn strip(name: &[u8], prefix: &[u8]) -> Option<String> {
-    name.strip_prefix(prefix).map(lossy)
-}
-
-fn lossy(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
-/// A C-quoted name as git writes it (`"a/caf\303\251 \"x\""`): the bytes, and what follows the
-/// closing quote.
-fn unquote(s: &[u8]) -> Option<(Vec<u8>, &[u8])> {
-    let mut out = Vec::new();
-    let mut i = 1;
-    while i < s.len() {
-        match s[i] {
-            b'"' => return Some((out, &s[i + 1..])),
-            b'\\' => {
-                let c = *s.get(i + 1)?;
-                i += 2;
-                match c {
-                    b'a' => out.push(7),
-                    b'b' => out.push(8),
-                    b't' => out.push(b'\t'),
-                    b'n' => out.push(b'\n'),
-                    b'v' => out.push(11),
-                    b'f' => out.push(12),
-                    b'r' => out.push(b'\r'),
-                    b'0'..=b'3' => {
-                        let digits = s.get(i - 1..i + 2)?;
-                        let mut value: u8 = 0;
-                        for d in digits {
-                            if !(b'0'..=b'7').contains(d) {
-                                return None;
-                            }
-                            value = value.checked_mul(8)?.checked_add(d - b'0')?;
-                        }
-                        out.push(value);
-                        i += 2;
-                    }
-                    other => out.push(other),
-                }
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    None
+    git_patch::name(rest).ok().map(|n| lossy(&n))
 }
 
 #[cfg(test)]

@@ -186,27 +186,6 @@ fn empty_garbage_and_bad_headers() {
 }
 
 #[test]
-fn unquoting() {
-    type Unquoted<'a> = Option<(&'a [u8], &'a [u8])>;
-    let cases: &[(&[u8], Unquoted<'_>)] = &[
-        (b"\"a b\" rest", Some((b"a b", b" rest"))),
-        (b"\"\\\\\\\"\\t\\n\"", Some((b"\\\"\t\n", b""))),
-        (b"\"\\303\\251\"", Some(("é".as_bytes(), b""))),
-        (b"\"open", None),
-        (b"\"\\39\"", None),
-    ];
-    for (input, want) in cases {
-        let got = unquote(input);
-        assert_eq!(
-            got.as_ref().map(|(a, b)| (a.as_slice(), *b)),
-            *want,
-            "{}",
-            String::from_utf8_lossy(input)
-        );
-    }
-}
-
-#[test]
 fn symlinks_and_their_targets() {
     // (section, symlink, target)
     let cases: &[(&str, bool, Option<&str>)] = &[
