@@ -1,33 +1,13 @@
 //! Server configuration, from flags and environment (docs/ARCHITECTURE.md §3.6). Secrets never
 //! appear in `Debug` output or logs.
 
-use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+pub use ultraplan_gateway::Secret;
+use ultraplan_protocol::model_spec::ModelSpec;
+
 use crate::bundles::BundleLimits;
-
-/// A string that must not be logged: API keys, database passwords.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wrap a secret value.
-    pub fn new(value: impl Into<String>) -> Self {
-        Secret(value.into())
-    }
-
-    /// The secret itself, for the one place that must send it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[redacted]")
-    }
-}
 
 /// Which sandbox runs agents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -90,7 +70,7 @@ impl Config {
             anthropic_base_url: None,
             openai_api_key: None,
             openai_base_url: None,
-            model_idle_timeout: crate::gateway::DEFAULT_STREAM_IDLE_TIMEOUT,
+            model_idle_timeout: ultraplan_gateway::DEFAULT_STREAM_IDLE_TIMEOUT,
             bundle_limits: BundleLimits::default(),
             max_json_body: 2 * 1024 * 1024,
             agent_binary: crate::runner::default_agent_binary(),
@@ -142,16 +122,14 @@ impl Config {
 
 /// Why `model` cannot be used given which providers are configured.
 pub fn model_problem(model: &str, anthropic: bool, openai: bool) -> Option<String> {
-    match model.split_once(':') {
-        _ if model == "offline" => None,
-        Some(("anthropic", m)) if !m.is_empty() => {
+    match ModelSpec::parse(model) {
+        Ok(ModelSpec::Offline) => None,
+        Ok(ModelSpec::Anthropic(_)) => {
             (!anthropic).then(|| "ANTHROPIC_API_KEY is not set on the server".to_owned())
         }
-        Some(("openai", m)) if !m.is_empty() => (!openai)
+        Ok(ModelSpec::OpenAi(_)) => (!openai)
             .then(|| "neither OPENAI_API_KEY nor OPENAI_BASE_URL is set on the server".to_owned()),
-        _ => Some(format!(
-            "unknown model '{model}': use anthropic:<model>, openai:<model> or offline"
-        )),
+        Err(unknown) => Some(unknown.to_string()),
     }
 }
 

@@ -11,7 +11,7 @@ use ultraplan_server::flags::Flag;
 use ultraplan_server::store::{FlagRow, Store, now_ms, redact_url};
 
 use ultraplan_server::auth;
-use ultraplan_server::models::Models;
+use ultraplan_server::model_router::Models;
 
 #[derive(Parser)]
 #[command(

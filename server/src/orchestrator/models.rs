@@ -1,16 +1,10 @@
 //! The seam between sessions and model providers: the orchestrator asks a [`ModelBackend`],
-//! which the gateway implements for real providers and the offline planner.
+//! which the server's model router (`crate::model_router`) implements over the offline planner
+//! and the model gateway.
 
 use async_trait::async_trait;
-use ultraplan_protocol::model::{ModelError, ModelRequest, ModelResponse};
-
-/// A completed model call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Completion {
-    pub response: ModelResponse,
-    /// Provider attempts it took (retries included).
-    pub attempts: u32,
-}
+pub use ultraplan_protocol::model::Completion;
+use ultraplan_protocol::model::{ModelError, ModelRequest};
 
 /// Answers model requests for a configured model name (`anthropic:<id>`, `openai:<id>`,
 /// `offline`).

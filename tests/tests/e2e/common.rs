@@ -3,10 +3,9 @@
 use std::time::Duration;
 
 use serde_json::json;
+use ultraplan_gateway::{Gateway, GatewayConfig, RetryPolicy, Secret};
 use ultraplan_protocol::events::{ContentBlock, Role};
 use ultraplan_protocol::model::{Message, ModelRequest, SystemBlock, ToolDefinition};
-use ultraplan_server::config::Secret;
-use ultraplan_server::gateway::{Gateway, GatewayConfig, RetryPolicy};
 
 /// Millisecond backoff: retries without real waiting. Generous total so `retry-after: 1` fits.
 pub fn fast_retry() -> RetryPolicy {

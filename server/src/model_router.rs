@@ -1,13 +1,15 @@
-//! The model backend sessions use: the built-in offline planner, or the gateway for real
-//! providers.
+//! The model router sessions use: the model name `offline` goes to the built-in offline planner
+//! (`ultraplan-offline`), every other name to the model gateway (`ultraplan-gateway`), which
+//! refuses names it does not know.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
+use ultraplan_gateway::{Gateway, GatewayConfig, RetryPolicy};
 use ultraplan_protocol::model::{ModelError, ModelRequest};
+use ultraplan_protocol::model_spec::ModelSpec;
 
 use crate::config::Config;
-use crate::gateway::{Gateway, GatewayConfig, RetryPolicy, offline};
 use crate::orchestrator::{Completion, ModelBackend};
 
 /// Routes `offline` to the deterministic planner and everything else to the gateway.
@@ -41,17 +43,12 @@ impl Models {
 #[async_trait]
 impl ModelBackend for Models {
     async fn complete(&self, model: &str, request: ModelRequest) -> Result<Completion, ModelError> {
-        if model == offline::MODEL_NAME {
-            let response = offline::offline_turn(&request);
+        if let Ok(ModelSpec::Offline) = ModelSpec::parse(model) {
             return Ok(Completion {
-                response,
+                response: ultraplan_offline::offline_turn(&request),
                 attempts: 1,
             });
         }
-        let done = self.gateway.complete(model, request).await?;
-        Ok(Completion {
-            response: done.response,
-            attempts: done.attempts,
-        })
+        self.gateway.complete(model, request).await
     }
 }

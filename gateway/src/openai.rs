@@ -9,7 +9,7 @@ use super::openai_stream::{OpenAiStream, parse_completion};
 use super::openai_translate::{TokenLimitField, to_chat_request};
 use super::retry::Failure;
 use super::sse::read_stream;
-use crate::config::Secret;
+use crate::Secret;
 
 /// Default API base; the path `/chat/completions` is appended.
 pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";

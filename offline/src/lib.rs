@@ -2,8 +2,10 @@
 //! run with no model key. It is not a language model and never pretends to be one.
 //!
 //! [`offline_turn`] is a pure function from a model request (the conversation so far) to the
-//! next assistant turn; the gateway calls it in place of a provider. The agent runs the tools it
-//! asks for and sends their results back in the next request, exactly as with a real model:
+//! next assistant turn. The server's model router calls it for the model name `offline`
+//! ([`MODEL_NAME`]); the model gateway never does, and depends on nothing here. The agent runs
+//! the tools it asks for and sends their results back in the next request, exactly as with a
+//! real model:
 //!
 //! 1. Glob the build manifests and the source files;
 //! 2. Grep the request's salient terms (files listing, plus a count per term);
@@ -15,9 +17,10 @@
 //! After a rejection it searches the feedback's terms (one turn) and submits a revised plan that
 //! quotes the feedback and adds steps for it. After an approval (the execution run) it makes
 //! no edits, says that execution needs a model and ends its turn; after a teleport it gives
-//! the teleport reply. Which step comes next is derived from the conversation alone; a phase whose tool is not offered is skipped, and after
-//! [`MAX_TURNS_PER_PLAN`] exploring turns it writes the plan with what it has. The same request
-//! always yields the byte-identical response. No IO happens here.
+//! the teleport reply. Which step comes next is derived from the conversation alone; a phase
+//! whose tool is not offered is skipped, and after [`MAX_TURNS_PER_PLAN`] exploring turns it
+//! writes the plan with what it has. The same request always yields the byte-identical
+//! response. No IO happens here.
 
 mod commands;
 mod evidence;
@@ -50,8 +53,8 @@ use rank::Ranked;
 use request::{Conversation, Verdict};
 use terms::{MAX_TERMS, Term, salient_terms};
 
-/// The model name the offline planner reports.
-pub const MODEL_NAME: &str = "offline";
+/// The model name the offline planner answers to and reports.
+pub const MODEL_NAME: &str = ultraplan_protocol::model_spec::OFFLINE_MODEL;
 
 /// Exploring turns after which the plan is written with whatever was found.
 pub const MAX_TURNS_PER_PLAN: usize = 8;

@@ -10,7 +10,7 @@ use super::cache::apply_cache_breakpoints;
 use super::http::{is_json, json_body};
 use super::retry::Failure;
 use super::sse::read_stream;
-use crate::config::Secret;
+use crate::Secret;
 
 /// The API version every request names.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";

@@ -5,17 +5,20 @@
 //! bounded, jittered backoff that honours `retry-after`.
 //!
 //! Token counting and budgets belong to the caller: every [`Completion`] carries its usage.
+//!
+//! The gateway knows nothing of sessions, the store or HTTP routes. It never answers the
+//! `offline` model: the server's model router sends that name to the offline planner
+//! (`ultraplan-offline`), and [`Gateway::complete`] refuses it.
 
 mod anthropic;
 mod anthropic_stream;
 mod cache;
 mod http;
-// The `offline` planner: not served by `Gateway::complete`; the caller routes "offline".
-pub mod offline;
 mod openai;
 mod openai_stream;
 mod openai_translate;
 mod retry;
+mod secret;
 mod sse;
 
 #[cfg(test)]
@@ -30,13 +33,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use reqwest::header::HeaderMap;
 use ultraplan_protocol::model::{ModelError, ModelErrorKind, ModelRequest, ModelResponse};
+use ultraplan_protocol::model_spec::ModelSpec;
 
 pub use anthropic::{ANTHROPIC_VERSION, DEFAULT_ANTHROPIC_BASE_URL};
 pub use cache::{MAX_CACHE_BREAKPOINTS, apply_cache_breakpoints};
 pub use openai::DEFAULT_OPENAI_BASE_URL;
 pub use retry::{Decision, Failure, RetryPolicy};
-
-use crate::config::Secret;
+pub use secret::Secret;
+pub use ultraplan_protocol::model::Completion;
 
 /// What the gateway needs: keys, base URLs, retry policy, per-attempt timeout.
 /// `Debug` shows keys as `[redacted]`.
@@ -75,13 +79,6 @@ impl Default for GatewayConfig {
 /// OpenAI-compatible servers stream tokens, so a minute and a half of nothing is a stall.
 pub const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
-/// A model answer and how many attempts it took.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Completion {
-    pub response: ModelResponse,
-    pub attempts: u32,
-}
-
 /// A model provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Provider {
@@ -99,23 +96,22 @@ impl Provider {
     }
 }
 
-/// Split `anthropic:<id>` / `openai:<id>` into provider and model id.
-pub fn parse_model(model: &str) -> Result<(Provider, &str), ModelError> {
+/// Split `anthropic:<id>` / `openai:<id>` into provider and model id; `offline` and unknown
+/// names are invalid requests.
+pub fn parse_model(model: &str) -> Result<(Provider, String), ModelError> {
     let invalid = |message: String| ModelError {
         kind: ModelErrorKind::InvalidRequest,
         message,
     };
-    match model.split_once(':') {
-        Some(("anthropic", id)) if !id.is_empty() => Ok((Provider::Anthropic, id)),
-        Some(("openai", id)) if !id.is_empty() => Ok((Provider::OpenAi, id)),
-        _ if model == "offline" => Err(invalid(
+    match ModelSpec::parse(model) {
+        Ok(ModelSpec::Anthropic(id)) => Ok((Provider::Anthropic, id)),
+        Ok(ModelSpec::OpenAi(id)) => Ok((Provider::OpenAi, id)),
+        Ok(ModelSpec::Offline) => Err(invalid(
             "the offline model is the server's built-in planner; it never goes through the \
              model gateway"
                 .to_owned(),
         )),
-        _ => Err(invalid(format!(
-            "unknown model '{model}': use anthropic:<model>, openai:<model> or offline"
-        ))),
+        Err(unknown) => Err(invalid(unknown.to_string())),
     }
 }
 
@@ -209,7 +205,7 @@ impl Gateway {
 
     fn prepare(&self, model: &str, mut request: ModelRequest) -> Result<Prepared, ModelError> {
         let (provider, id) = parse_model(model)?;
-        request.model = Some(id.to_owned());
+        request.model = Some(id.clone());
         let config = &self.config;
         let (url, headers, body) = match provider {
             Provider::Anthropic => {
@@ -236,13 +232,13 @@ impl Gateway {
                 (
                     openai::endpoint(base),
                     headers,
-                    openai::body(&request, id, base)?,
+                    openai::body(&request, &id, base)?,
                 )
             }
         };
         Ok(Prepared {
             provider,
-            model: id.to_owned(),
+            model: id,
             url,
             headers,
             body: Bytes::from(body),
@@ -323,15 +319,17 @@ mod tests {
         for (model, want) in cases {
             let got = parse_model(model);
             match want {
-                Some(want) => assert_eq!(got.unwrap(), want, "{model}"),
+                Some((provider, id)) => {
+                    assert_eq!(got.unwrap(), (provider, id.to_owned()), "{model}")
+                }
                 None => assert_eq!(got.unwrap_err().kind, ModelErrorKind::InvalidRequest),
             }
         }
-        assert!(
-            parse_model("offline")
-                .unwrap_err()
-                .message
-                .contains("offline")
+        let offline = parse_model("offline").unwrap_err().message;
+        assert!(offline.contains("built-in planner"), "{offline}");
+        assert_eq!(
+            parse_model("gpt-4").unwrap_err().message,
+            "unknown model 'gpt-4': use anthropic:<model>, openai:<model> or offline"
         );
     }
 
