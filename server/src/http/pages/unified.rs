@@ -2,10 +2,15 @@
 //! and numbered for display. Pure: bytes in, a display model out. Non-UTF-8 bytes are shown
 //! lossily; binary patch data (base85) is never shown, only described.
 
+use ultraplan_protocol::git_patch::{self, display_name};
 use ultraplan_protocol::patch::FileChange;
 
 use super::format::thousands;
-use super::git_paths::{header_paths, unquote};
+use super::git_paths::{header_paths, side_path};
+
+/// The per-file chunks of a patch: each starts at a `diff --git ` line. Text before the first
+/// header (never produced by git) is dropped.
+pub use git_patch::sections as split;
 
 /// How much of a patch the page shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,25 +94,6 @@ impl Budget {
         self.bytes -= len;
         true
     }
-}
-
-/// The per-file chunks of a patch: each starts at a `diff --git ` line. Text before the first
-/// header (never produced by git) is dropped.
-pub fn split(diff: &[u8]) -> Vec<&[u8]> {
-    const HEADER: &[u8] = b"diff --git ";
-    let mut starts = Vec::new();
-    let mut at = 0;
-    while at < diff.len() {
-        if diff[at..].starts_with(HEADER) {
-            starts.push(at);
-        }
-        at = match diff[at..].iter().position(|b| *b == b'\n') {
-            Some(n) => at + n + 1,
-            None => diff.len(),
-        };
-    }
-    let ends = starts.iter().skip(1).copied().chain([diff.len()]);
-    starts.iter().zip(ends).map(|(s, e)| &diff[*s..e]).collect()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,26 +180,21 @@ impl Paths {
         if self.renamed_from.is_some() || self.renamed_to.is_some() {
             return (self.renamed_from, self.renamed_to);
         }
-        let (a, b) = header_paths(header.strip_prefix(b"diff --git ").unwrap_or(header));
-        (a, b)
+        header_paths(
+            header
+                .strip_prefix(git_patch::DIFF_HEADER)
+                .unwrap_or(header),
+        )
     }
 }
 
 /// One line of the extended header; returns the part that follows it.
 fn header_line(raw: &[u8], file: &mut FileDiff, paths: &mut Paths) -> Part {
     let line = lossy(raw);
-    let side = |rest: &str, prefix: &str| -> Option<String> {
-        let rest = rest.strip_suffix('\t').unwrap_or(rest);
-        (rest != "/dev/null").then(|| {
-            let name = unquote(rest);
-            name.strip_prefix(prefix)
-                .map_or(name.clone(), str::to_owned)
-        })
-    };
     if let Some(rest) = line.strip_prefix("--- ") {
-        paths.minus = side(rest, "a/");
+        paths.minus = side_path(rest.as_bytes(), b"a/");
     } else if let Some(rest) = line.strip_prefix("+++ ") {
-        paths.plus = side(rest, "b/");
+        paths.plus = side_path(rest.as_bytes(), b"b/");
     } else if line.starts_with("@@") {
         return Part::Hunks;
     } else if line.starts_with("GIT binary patch") {
@@ -237,12 +218,12 @@ fn header_line(raw: &[u8], file: &mut FileDiff, paths: &mut Paths) -> Part {
         .strip_prefix("rename from ")
         .or_else(|| line.strip_prefix("copy from "))
     {
-        paths.renamed_from = Some(unquote(rest));
+        paths.renamed_from = Some(display_name(rest.as_bytes()));
     } else if let Some(rest) = line
         .strip_prefix("rename to ")
         .or_else(|| line.strip_prefix("copy to "))
     {
-        paths.renamed_to = Some(unquote(rest));
+        paths.renamed_to = Some(display_name(rest.as_bytes()));
     } else if line.starts_with("similarity index ") || line.starts_with("dissimilarity index ") {
         file.notes.push(line);
     }

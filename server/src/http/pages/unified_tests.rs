@@ -289,10 +289,28 @@ fn header_paths_cover_quoting_and_spaces() {
             Some("tab\there"),
         ),
         ("a/old b/new", Some("old"), Some("new")),
+        // What the strict reader refuses is shown as written.
+        ("x y", None, Some("x y")),
+        ("\"a/open b/open", None, Some("\"a/open b/open")),
     ];
     for (rest, a, b) in cases {
         let (got_a, got_b) = header_paths(rest.as_bytes());
         assert_eq!((got_a.as_deref(), got_b.as_deref()), (a, b), "{rest}");
+    }
+}
+
+#[test]
+fn minus_and_plus_paths_tolerate_quoting_git_never_writes() {
+    let cases: [(&[u8], &[u8], Option<&str>); 6] = [
+        (b"a/x.rs", b"a/", Some("x.rs")),
+        (b"/dev/null", b"b/", None),
+        (b"b/my file.txt\t", b"b/", Some("my file.txt")),
+        (b"\"b/caf\\303\\251\"", b"b/", Some("caf\u{e9}")),
+        (b"\"a/open\t", b"a/", Some("\"a/open")),
+        (b"\"a/\\39\"", b"a/", Some("\"a/\\39\"")),
+    ];
+    for (rest, prefix, want) in cases {
+        assert_eq!(side_path(rest, prefix).as_deref(), want, "{rest:?}");
     }
 }
 
