@@ -9,6 +9,7 @@
 //! the order of the calls, once every tool and subagent is done.
 
 use ultraplan_protocol::ContentBlock;
+use ultraplan_protocol::constants::UserWait;
 
 use super::execute::INTERRUPTED_CALL;
 use super::{Agent, Batch, Effect, Phase, Wait};
@@ -61,10 +62,11 @@ impl Agent {
     fn dispatch(&mut self, batch: &mut Batch, i: usize, out: &mut Vec<Effect>) {
         let call = &batch.calls[i];
         let name = call.name.as_str();
+        let wait = UserWait::of_tool(name);
         let answer = match name {
             todo::NAME => Some(self.todos.apply(call.input.clone())),
-            exit_plan::NAME | ask::NAME if self.executing() => Some(self.unknown_tool(name)),
-            exit_plan::NAME | ask::NAME => wait_for_user(batch, i),
+            _ if wait.is_some() && self.executing() => Some(self.unknown_tool(name)),
+            _ if let Some(wait) = wait => wait_for_user(batch, i, wait),
             _ if batch.resumed && is_mutating(name) => Some(ToolOutput::error(INTERRUPTED_CALL)),
             _ if task_tool::is_task(name) => self.dispatch_task(batch, i, out),
             _ if self.runnable.iter().any(|r| r == name) => {
@@ -154,12 +156,11 @@ impl Agent {
 
 /// Registers call `i` as the one the user answers, or refuses it. `None` means "no result
 /// now"; the user's answer comes later.
-fn wait_for_user(batch: &mut Batch, i: usize) -> Option<ToolOutput> {
+fn wait_for_user(batch: &mut Batch, i: usize, wait: UserWait) -> Option<ToolOutput> {
     let call = &batch.calls[i];
-    let checked = if call.name == exit_plan::NAME {
-        exit_plan::validate(&call.input)
-    } else {
-        ask::validate(&call.input)
+    let checked = match wait {
+        UserWait::Decision => exit_plan::validate(&call.input),
+        UserWait::Question => ask::validate(&call.input),
     };
     if let Err(message) = checked {
         return Some(ToolOutput::error(message));
@@ -174,10 +175,9 @@ fn wait_for_user(batch: &mut Batch, i: usize) -> Option<ToolOutput> {
         )));
     }
     let tool_use_id = call.id.clone();
-    batch.waiting = Some(if call.name == exit_plan::NAME {
-        Wait::Decision { tool_use_id }
-    } else {
-        Wait::Question { tool_use_id }
+    batch.waiting = Some(match wait {
+        UserWait::Decision => Wait::Decision { tool_use_id },
+        UserWait::Question => Wait::Question { tool_use_id },
     });
     None
 }
