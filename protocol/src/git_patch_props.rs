@@ -13,18 +13,6 @@ use proptest::test_runner::Config;
 
 use super::{DIFF_HEADER, header_names, name, sections, side_name, unquote};
 
-fn config(default: u32) -> Config {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default);
-    Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    }
-}
-
 /// Whether git (with `core.quotePath` on, its default) quotes a name holding `b`.
 fn needs_quoting(b: u8) -> bool {
     b < 0x20 || b == b'"' || b == b'\\' || b >= 0x7f
@@ -80,7 +68,8 @@ fn file_name() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(config(256))]
+    // proptest's default: 256 cases, or `PROPTEST_CASES`; no regression files in the tree.
+    #![proptest_config(Config { failure_persistence: None, ..Config::default() })]
 
     #[test]
     fn git_quoting_decodes_to_the_name(n in file_name(), tail in "[ a-z\"\t]{0,6}") {
