@@ -85,47 +85,48 @@ impl EventBody {
         })
     }
 
+    /// The error `result` the harness appends when a session dies: `subtype` says how
+    /// (`error_during_execution`, `error_max_turns`, …), `message` says why.
+    pub fn error_result(subtype: &str, message: String) -> Self {
+        EventBody::Result(ResultEvent {
+            subtype: subtype.to_owned(),
+            is_error: true,
+            result: Some(message),
+            num_turns: None,
+            duration_ms: None,
+            usage: None,
+            patch: None,
+        })
+    }
+
     /// The `plan` input of every main-agent ExitPlanMode call in this event, with its id.
     pub fn exit_plan_mode_calls(&self) -> Vec<(&str, Option<&str>)> {
-        let EventBody::Assistant(a) = self else {
-            return Vec::new();
-        };
-        if a.parent_tool_use_id.is_some() {
-            return Vec::new();
-        }
-        a.message
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::ToolUse {
-                    id, name, input, ..
-                } if name == EXIT_PLAN_MODE_TOOL => {
-                    Some((id.as_str(), input.get("plan").and_then(Value::as_str)))
-                }
-                _ => None,
-            })
+        self.main_agent_tool_uses()
+            .filter(|(_, name, _)| *name == EXIT_PLAN_MODE_TOOL)
+            .map(|(id, _, input)| (id, input.get("plan").and_then(Value::as_str)))
             .collect()
     }
 
     /// Every main-agent tool_use of this event that leaves the session waiting on the user, in
     /// order, with what it waits for (see [`UserWait::of_tool`]). Subagent calls never wait.
     pub fn user_waits(&self) -> Vec<(&str, UserWait)> {
-        let EventBody::Assistant(a) = self else {
-            return Vec::new();
-        };
-        if a.parent_tool_use_id.is_some() {
-            return Vec::new();
-        }
-        a.message
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::ToolUse { id, name, .. } => {
-                    UserWait::of_tool(name).map(|wait| (id.as_str(), wait))
-                }
-                _ => None,
-            })
+        self.main_agent_tool_uses()
+            .filter_map(|(id, name, _)| UserWait::of_tool(name).map(|wait| (id, wait)))
             .collect()
+    }
+
+    /// `(id, name, input)` of every tool_use block of a main-agent assistant event.
+    fn main_agent_tool_uses(&self) -> impl Iterator<Item = (&str, &str, &Value)> {
+        let blocks = match self {
+            EventBody::Assistant(a) if a.parent_tool_use_id.is_none() => &a.message.content[..],
+            _ => &[],
+        };
+        blocks.iter().filter_map(|b| match b {
+            ContentBlock::ToolUse {
+                id, name, input, ..
+            } => Some((id.as_str(), name.as_str(), input)),
+            _ => None,
+        })
     }
 
     /// Every tool_result block of a main-agent user event: `(tool_use_id, text, is_error)`.
