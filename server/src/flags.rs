@@ -7,7 +7,8 @@ use ultraplan_protocol::constants::DEFAULT_TIMEOUT_SECONDS;
 use ultraplan_protocol::session::PromptVariant;
 
 use crate::config::model_problem;
-use crate::store::FlagRow;
+use crate::core::Core;
+use crate::store::{FlagRow, StoreResult};
 
 /// The flags the server knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +140,15 @@ impl UserFlags {
             model: self.model.clone(),
         }
     }
+}
+
+/// The flags in force for a user: the stored rows resolved over the configured defaults.
+pub async fn for_user(core: &Core, user_id: &str) -> StoreResult<UserFlags> {
+    let rows = core.store.list_flags().await?;
+    let defaults = Defaults {
+        model: core.config.model.clone(),
+    };
+    Ok(UserFlags::resolve(user_id, &rows, &defaults))
 }
 
 #[cfg(test)]

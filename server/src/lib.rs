@@ -6,25 +6,25 @@
 pub mod auth;
 pub mod bundles;
 pub mod config;
+pub mod core;
 pub mod execution;
 pub mod flags;
 pub mod http;
 pub mod hub;
 pub mod model_router;
 pub mod orchestrator;
+pub mod plans;
 pub mod retention;
 pub mod runner;
 pub mod sessions;
-pub mod state;
 pub mod store;
 pub mod telemetry;
 
 use std::sync::Arc;
 
-
 pub use config::Config;
+pub use http::state::AppState;
 pub use http::{router, serve};
-pub use state::AppState;
 
 /// Open the store, pick a sandbox runner, and start the orchestrator; sessions a previous
 /// process left running get their agents back (or a clear error when no runner exists).
@@ -33,10 +33,11 @@ pub async fn start(
     models: Arc<dyn orchestrator::ModelBackend>,
 ) -> Result<AppState, store::StoreError> {
     let store = open(&config).await?;
-    let state = AppState::new(config, store);
-    retention::spawn(state.clone());
-    let config = state.config.clone();
+    let core = core::Core::new(config, store);
+    retention::spawn(core.clone());
+    let config = core.config.clone();
     runner::tmpfs::set_workspace_cap(config.workspace_max_bytes);
+    let state = AppState::over(core.clone());
     match runner::select(config.runner, &config.agent_binary, &config.instance_id()).await {
         Ok(runner) => {
             let mut settings = orchestrator::OrchestratorSettings::new(config.agent_binary.clone());
@@ -44,9 +45,8 @@ pub async fn start(
             settings.token_budget = config.session_token_budget;
             settings.execute = executes(&runner).await;
             let orchestrator =
-                orchestrator::Orchestrator::new(state.clone(), runner, models, settings);
-            let state = state.with_orchestrator(orchestrator.clone());
-            let rows = state.store.list_flags().await?;
+                orchestrator::Orchestrator::new(core.clone(), runner, models, settings);
+            let rows = core.store.list_flags().await?;
             let defaults = flags::Defaults {
                 model: config.model.clone(),
             };
@@ -60,16 +60,13 @@ pub async fn start(
                 resumed,
                 "agents enabled"
             );
-            Ok(state)
+            Ok(state.with_orchestrator(orchestrator))
         }
         Err(error) => {
             let problem = error.to_string();
             tracing::warn!(%problem, "sessions can be created but no agent will run them");
-            orchestrator::fail_orphans(&state, &problem).await?;
-            Ok(AppState {
-                runner_problem: Some(problem),
-                ..state
-            })
+            orchestrator::fail_orphans(&core, &problem).await?;
+            Ok(state.without_agents(problem))
         }
     }
 }

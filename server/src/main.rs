@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 use std::sync::Arc;
-use ultraplan_server::config::{Config, RunnerKind, Secret, default_data_dir, sqlite_url};
+use ultraplan_server::config::{
+    BodyDeadline, Config, RateLimit, RateLimits, RequestLimits, RunnerKind, Secret, UploadSlots,
+    default_data_dir, defaults, sqlite_url,
+};
 use ultraplan_server::flags::Flag;
 use ultraplan_server::store::{FlagRow, Store, now_ms, redact_url};
 
@@ -47,17 +50,17 @@ enum Command {
 #[derive(clap::Args)]
 struct ServeArgs {
     /// Address to listen on.
-    #[arg(long, env = "ULTRAPLAN_BIND", default_value = "127.0.0.1:7878")]
+    #[arg(long, env = "ULTRAPLAN_BIND", default_value_t = defaults::BIND)]
     bind: SocketAddr,
     /// Size cap of an execution workspace in bytes: a tmpfs of this size when the server runs
     /// as root (writes past it fail with ENOSPC; the patch holds what fit).
-    #[arg(long, env = "ULTRAPLAN_WORKSPACE_MAX_BYTES", default_value_t = 2 * 1024 * 1024 * 1024)]
+    #[arg(long, env = "ULTRAPLAN_WORKSPACE_MAX_BYTES", default_value_t = defaults::WORKSPACE_MAX_BYTES)]
     workspace_max_bytes: u64,
     /// Base URL used in links (default: http://<bind>).
     #[arg(long, env = "ULTRAPLAN_PUBLIC_URL")]
     public_url: Option<String>,
     /// Sandbox for agents.
-    #[arg(long, env = "ULTRAPLAN_RUNNER", value_enum, default_value = "auto")]
+    #[arg(long, env = "ULTRAPLAN_RUNNER", value_enum, default_value_t = defaults::RUNNER)]
     runner: RunnerKind,
     /// anthropic:<model>, openai:<model> or offline (default: anthropic if its key is set,
     /// else openai if its key is set, else offline).
@@ -72,32 +75,32 @@ struct ServeArgs {
     #[arg(long, env = "OPENAI_BASE_URL")]
     openai_base_url: Option<String>,
     /// Seconds of silence inside a streamed model answer before the attempt is retried.
-    #[arg(long, env = "ULTRAPLAN_MODEL_IDLE_TIMEOUT_SECS", default_value_t = 90)]
+    #[arg(long, env = "ULTRAPLAN_MODEL_IDLE_TIMEOUT_SECS", default_value_t = defaults::MODEL_IDLE_TIMEOUT_SECS)]
     model_idle_timeout_secs: u64,
     /// The static agent binary (default: `ultraplan-agent` beside this executable).
     #[arg(long, env = "ULTRAPLAN_AGENT_BIN")]
     agent_bin: Option<PathBuf>,
     /// Sessions with a live agent at once; more wait in order.
-    #[arg(long, env = "ULTRAPLAN_MAX_RUNNING", default_value_t = 16)]
+    #[arg(long, env = "ULTRAPLAN_MAX_RUNNING", default_value_t = defaults::MAX_RUNNING)]
     max_running: usize,
     /// Tokens (input, output and cache) one session may spend before it is stopped.
     #[arg(
         long,
         env = "ULTRAPLAN_SESSION_TOKEN_BUDGET",
-        default_value_t = 5_000_000
+        default_value_t = defaults::SESSION_TOKEN_BUDGET
     )]
     session_token_budget: u64,
     /// Writes (POST, PUT, PATCH, DELETE) per second each token may make, with bursts of ten
     /// seconds' worth (0: no limit).
-    #[arg(long, env = "ULTRAPLAN_RATE_LIMIT", default_value_t = 20)]
+    #[arg(long, env = "ULTRAPLAN_RATE_LIMIT", default_value_t = defaults::RATE_LIMIT)]
     rate_limit: u32,
     /// Reads (GET, HEAD) per second each token may make, with bursts of ten seconds' worth
     /// (0: no limit).
-    #[arg(long, env = "ULTRAPLAN_READ_RATE_LIMIT", default_value_t = 2000)]
+    #[arg(long, env = "ULTRAPLAN_READ_RATE_LIMIT", default_value_t = defaults::READ_RATE_LIMIT)]
     read_rate_limit: u32,
     /// Requests per second from one client address that do not authenticate (unknown
     /// tokens, login forms and links), with bursts of ten seconds' worth (0: no limit).
-    #[arg(long, env = "ULTRAPLAN_ANON_RATE_LIMIT", default_value_t = 10)]
+    #[arg(long, env = "ULTRAPLAN_ANON_RATE_LIMIT", default_value_t = defaults::ANON_RATE_LIMIT)]
     anon_rate_limit: u32,
     #[command(flatten)]
     request_limits: RequestLimitArgs,
@@ -110,21 +113,21 @@ struct ServeArgs {
 struct RetentionArgs {
     /// Most bundle storage (archives plus unpacked trees) one user may hold, in bytes or with
     /// a unit (10GiB, 512M); 0: no limit.
-    #[arg(long, env = "ULTRAPLAN_BUNDLE_QUOTA", default_value = "10GiB",
+    #[arg(long, env = "ULTRAPLAN_BUNDLE_QUOTA", default_value = defaults::BUNDLE_QUOTA,
         value_parser = ultraplan_server::retention::parse_size)]
     bundle_quota: u64,
     /// Seconds a bundle that no session uses is kept after its upload.
-    #[arg(long, env = "ULTRAPLAN_BUNDLE_GRACE_SECS", default_value_t = 86_400)]
+    #[arg(long, env = "ULTRAPLAN_BUNDLE_GRACE_SECS", default_value_t = defaults::BUNDLE_GRACE_SECS)]
     bundle_grace_secs: u64,
     /// Seconds between retention passes (0: never delete anything).
-    #[arg(long, env = "ULTRAPLAN_RETENTION_INTERVAL_SECS", default_value_t = 600)]
+    #[arg(long, env = "ULTRAPLAN_RETENTION_INTERVAL_SECS", default_value_t = defaults::RETENTION_INTERVAL_SECS)]
     retention_interval_secs: u64,
 }
 
 impl RetentionArgs {
-    fn config(&self) -> ultraplan_server::retention::RetentionConfig {
+    fn config(&self) -> ultraplan_server::config::RetentionConfig {
         use std::time::Duration;
-        ultraplan_server::retention::RetentionConfig {
+        ultraplan_server::config::RetentionConfig {
             bundle_grace: Duration::from_secs(self.bundle_grace_secs),
             interval: Duration::from_secs(self.retention_interval_secs),
             bundle_quota_bytes: self.bundle_quota,
@@ -136,30 +139,29 @@ impl RetentionArgs {
 #[derive(clap::Args)]
 struct RequestLimitArgs {
     /// Seconds a connection has to send a request's headers (and idle keep-alive time).
-    #[arg(long, env = "ULTRAPLAN_HEADER_TIMEOUT_SECS", default_value_t = 30)]
+    #[arg(long, env = "ULTRAPLAN_HEADER_TIMEOUT_SECS", default_value_t = defaults::HEADER_TIMEOUT_SECS)]
     header_timeout_secs: u64,
     /// Seconds a request body (a bundle upload included) may take in all.
-    #[arg(long, env = "ULTRAPLAN_BODY_TIMEOUT_SECS", default_value_t = 900)]
+    #[arg(long, env = "ULTRAPLAN_BODY_TIMEOUT_SECS", default_value_t = defaults::BODY_TIMEOUT_SECS)]
     body_timeout_secs: u64,
     /// Slowest average rate a request body may arrive at, in bytes per second, checked
     /// after the grace period (0: no minimum).
-    #[arg(long, env = "ULTRAPLAN_BODY_MIN_RATE", default_value_t = 4096)]
+    #[arg(long, env = "ULTRAPLAN_BODY_MIN_RATE", default_value_t = defaults::BODY_MIN_RATE)]
     body_min_rate: u64,
     /// Seconds before the minimum rate applies.
-    #[arg(long, env = "ULTRAPLAN_BODY_GRACE_SECS", default_value_t = 10)]
+    #[arg(long, env = "ULTRAPLAN_BODY_GRACE_SECS", default_value_t = defaults::BODY_GRACE_SECS)]
     body_grace_secs: u64,
     /// Bundle uploads one user may have in progress at once (more get 429).
-    #[arg(long, env = "ULTRAPLAN_UPLOADS_PER_USER", default_value_t = 4)]
+    #[arg(long, env = "ULTRAPLAN_UPLOADS_PER_USER", default_value_t = defaults::UPLOADS_PER_USER)]
     uploads_per_user: usize,
     /// Bundle uploads the server receives at once (more wait briefly, then get 503).
-    #[arg(long, env = "ULTRAPLAN_MAX_UPLOADS", default_value_t = 32)]
+    #[arg(long, env = "ULTRAPLAN_MAX_UPLOADS", default_value_t = defaults::MAX_UPLOADS)]
     max_uploads: usize,
 }
 
 impl RequestLimitArgs {
-    fn limits(&self) -> ultraplan_server::http::ratelimit::RequestLimits {
+    fn limits(&self) -> RequestLimits {
         use std::time::Duration;
-        use ultraplan_server::http::ratelimit::{BodyDeadline, RequestLimits, UploadSlots};
         RequestLimits {
             header_timeout: Duration::from_secs(self.header_timeout_secs.max(1)),
             body: BodyDeadline {
@@ -226,10 +228,10 @@ fn apply_serve_args(config: &mut Config, args: ServeArgs) {
     config.max_running_sessions = args.max_running.max(1);
     config.session_token_budget = args.session_token_budget;
     config.workspace_max_bytes = args.workspace_max_bytes;
-    config.rate_limits = ultraplan_server::http::ratelimit::RateLimits {
-        writes: ultraplan_server::http::ratelimit::RateLimit::per_second(args.rate_limit),
-        reads: ultraplan_server::http::ratelimit::RateLimit::per_second(args.read_rate_limit),
-        anonymous: ultraplan_server::http::ratelimit::RateLimit::per_second(args.anon_rate_limit),
+    config.rate_limits = RateLimits {
+        writes: RateLimit::per_second(args.rate_limit),
+        reads: RateLimit::per_second(args.read_rate_limit),
+        anonymous: RateLimit::per_second(args.anon_rate_limit),
     };
     config.request_limits = args.request_limits.limits();
     config.retention = args.retention.config();
@@ -358,9 +360,9 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         .with_context(|| format!("opening {database}"))?;
     tracing::info!(
         %addr,
-        model = %state.config.model,
-        runner = state.orchestrator.as_ref().map_or("none", |o| o.runner_name()),
-        data_dir = %state.config.data_dir.display(),
+        model = %state.core.config.model,
+        runner = state.agents.orchestrator().map_or("none", |o| o.runner_name()),
+        data_dir = %state.core.config.data_dir.display(),
         "ultraplan-server listening"
     );
     ultraplan_server::serve(listener, state, shutdown_signal()).await?;

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
+use ultraplan_protocol::events::EventBody;
+
 use crate::store::Store;
 
 /// Telemetry event names (`launched`, `create_failed{reason}`, `awaiting_input`,
@@ -98,6 +100,21 @@ pub async fn record(
         .await
     {
         tracing::warn!(%error, name, "could not store telemetry");
+    }
+}
+
+/// The telemetry event a log event counts as, with its labels: a main-agent call that waits on
+/// the user, or a terminal failure.
+pub fn for_event(body: &EventBody) -> Option<(&'static str, Vec<(&'static str, String)>)> {
+    match body {
+        EventBody::Assistant(_) => {
+            let waits = !body.user_waits().is_empty();
+            waits.then(|| (names::AWAITING_INPUT, Vec::new()))
+        }
+        EventBody::Result(r) if r.is_terminal() => {
+            Some((names::FAILED, vec![("reason", r.subtype.clone())]))
+        }
+        _ => None,
     }
 }
 

@@ -25,7 +25,7 @@ pub use report::{Ending, patch_result};
 pub use restart::{finish_abandoned, settle_finished};
 pub use workspace::{Patch, Workspace};
 
-use crate::state::AppState;
+use crate::core::Core;
 use crate::store::SessionRow;
 
 /// Largest patch the server stores.
@@ -45,11 +45,11 @@ pub enum ExecutionError {
 }
 
 /// Where a session's execution workspace lives.
-pub fn workspace_of(state: &AppState, session_id: &str) -> Workspace {
+pub fn workspace_of(state: &Core, session_id: &str) -> Workspace {
     Workspace::at(&workspace_root(state, session_id))
 }
 
-fn workspace_root(state: &AppState, session_id: &str) -> PathBuf {
+fn workspace_root(state: &Core, session_id: &str) -> PathBuf {
     state.config.data_dir.join("workspaces").join(session_id)
 }
 
@@ -75,14 +75,14 @@ pub fn mode_for(
 /// Compute, store and report the patch of a session whose execution ended. Errors are
 /// reported in the log as an error `result` and returned.
 pub async fn finish(
-    state: &AppState,
+    state: &Core,
     session: &SessionRow,
     ending: Ending,
 ) -> Result<(), ExecutionError> {
     let outcome = compute(state, session).await;
     let event = match &outcome {
         Ok(patch) => patch_result(&session.id, &patch.summary, &ending),
-        Err(error) => crate::sessions::lifecycle::error_result(
+        Err(error) => EventBody::error_result(
             "error_during_execution",
             format!("The patch could not be produced: {error}."),
         ),
@@ -98,13 +98,13 @@ pub async fn finish(
     if outcome.is_ok() {
         remove_workspace(state, &session.id).await;
     }
-    crate::sessions::append(state, session, &[event]).await?;
+    state.append(session, &[event]).await?;
     outcome.map(|_| ())
 }
 
 /// Drop a finished execution's copy: the stored patch is all that is kept. A workspace whose
 /// patch failed stays for inspection.
-async fn remove_workspace(state: &AppState, session_id: &str) {
+async fn remove_workspace(state: &Core, session_id: &str) {
     let root = workspace_root(state, session_id);
     let removed = tokio::task::spawn_blocking(move || workspace::remove_root(&root)).await;
     if let Ok(Err(error)) | Err(error) = removed.map_err(std::io::Error::other) {
@@ -124,7 +124,7 @@ pub async fn patch_of(root: &Path, max_bytes: usize) -> Result<Patch, ExecutionE
     Ok(patch)
 }
 
-async fn compute(state: &AppState, session: &SessionRow) -> Result<Patch, ExecutionError> {
+async fn compute(state: &Core, session: &SessionRow) -> Result<Patch, ExecutionError> {
     let mut patch = patch_of(&workspace_root(state, &session.id), MAX_PATCH_BYTES).await?;
     patch.summary.base_commit = session.context.base.commit.clone();
     state

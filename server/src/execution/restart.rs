@@ -6,13 +6,13 @@ use ultraplan_protocol::events::EventBody;
 use ultraplan_protocol::patch::ExecutionState;
 
 use super::{Ending, finish, patch_result};
-use crate::state::AppState;
+use crate::core::Core;
 use crate::store::{SessionRow, StoreResult};
 
 /// Finish every execution still marked executing whose session no agent runs for (`live`
 /// says which do). Returns how many were finished.
 pub async fn finish_abandoned(
-    state: &AppState,
+    state: &Core,
     live: impl Fn(&str) -> bool,
     why: &str,
 ) -> StoreResult<usize> {
@@ -33,7 +33,7 @@ pub async fn finish_abandoned(
 /// Whether the session's execution is over (patch stored or failed), so no agent should be
 /// started for it. Appends the patch's `result` when a crash came between storing the patch
 /// and reporting it.
-pub async fn settle_finished(state: &AppState, row: &SessionRow) -> StoreResult<bool> {
+pub async fn settle_finished(state: &Core, row: &SessionRow) -> StoreResult<bool> {
     let Some(execution) = &row.execution else {
         return Ok(false);
     };
@@ -45,14 +45,14 @@ pub async fn settle_finished(state: &AppState, row: &SessionRow) -> StoreResult<
     {
         let ending = Ending::CutShort("the server restarted".to_owned());
         let event = patch_result(&row.id, summary, &ending);
-        crate::sessions::append(state, row, &[event]).await?;
+        state.append(row, &[event]).await?;
     }
     Ok(true)
 }
 
 /// Whether the log already has the result that reports the patch.
-async fn reported(state: &AppState, session_id: &str) -> StoreResult<bool> {
-    let events = crate::sessions::events_after(state, session_id, 0).await?;
+async fn reported(state: &Core, session_id: &str) -> StoreResult<bool> {
+    let events = state.events_after(session_id, 0).await?;
     Ok(events
         .iter()
         .any(|e| matches!(&e.body, EventBody::Result(r) if r.patch.is_some())))

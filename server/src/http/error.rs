@@ -7,6 +7,8 @@ use axum::response::{IntoResponse, Response};
 use ultraplan_protocol::api::{ErrorBody, ErrorDetail};
 
 use crate::bundles::BundleError;
+use crate::retention::QuotaError;
+use crate::sessions::SessionError;
 use crate::store::StoreError;
 
 /// An API error.
@@ -105,6 +107,33 @@ impl ApiError {
                 (StatusCode::PAYLOAD_TOO_LARGE, e.code())
             }
             ApiError::Bundle(e) => (StatusCode::BAD_REQUEST, e.code()),
+        }
+    }
+}
+
+impl From<QuotaError> for ApiError {
+    fn from(error: QuotaError) -> Self {
+        match error {
+            QuotaError::Exceeded(message) => ApiError::QuotaExceeded(message),
+            QuotaError::Store(e) => ApiError::Store(e),
+        }
+    }
+}
+
+impl From<SessionError> for ApiError {
+    fn from(error: SessionError) -> Self {
+        let code = error.code();
+        match error {
+            SessionError::Store(e) => ApiError::Store(e),
+            SessionError::NotFound(what) => ApiError::NotFound(what),
+            SessionError::Disabled => ApiError::Forbidden(error.to_string()),
+            SessionError::AlreadyArchived
+            | SessionError::Archived(_)
+            | SessionError::DecisionConflict { .. } => ApiError::conflict(code, error.to_string()),
+            SessionError::Invalid { .. }
+            | SessionError::FeedbackRequired
+            | SessionError::EmptyPlan
+            | SessionError::NoPendingPlan(_) => ApiError::bad_request(code, error.to_string()),
         }
     }
 }

@@ -4,11 +4,13 @@
 //! is called through plain functions (docs/ARCHITECTURE.md §2).
 
 pub mod api;
+pub mod auth;
 pub mod error;
 pub mod openapi;
 pub mod pages;
 pub mod ratelimit;
 mod serve;
+pub mod state;
 
 use std::future::Future;
 
@@ -19,13 +21,13 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
 use tower_http::trace::TraceLayer;
 
-use crate::state::AppState;
+use crate::http::state::AppState;
 
 /// The whole application.
 pub fn router(state: AppState) -> Router {
     let limited = axum::middleware::from_fn_with_state(state.clone(), ratelimit::limit);
     let timed = axum::middleware::from_fn_with_state(state.clone(), ratelimit::deadline);
-    api::routes(state.config.max_json_body)
+    api::routes(state.core.config.max_json_body)
         .merge(pages::routes())
         .layer(limited)
         .layer(timed)
@@ -46,8 +48,7 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let header_timeout = state.config.request_limits.header_timeout;
+    let header_timeout = state.core.config.request_limits.header_timeout;
     let app = router(state);
     serve::run(listener, app, header_timeout, shutdown).await
 }
-

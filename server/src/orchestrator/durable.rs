@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ultraplan_protocol::events::{Event, EventBody};
 
-use crate::state::AppState;
+use crate::core::Core;
 use crate::store::{SessionRow, StoreResult};
 
 /// How long a write keeps trying while no connection can be had.
@@ -50,14 +50,14 @@ where
 /// committed (the connection broke mid-write) look in the log before trying again, so the
 /// events end up there exactly once.
 pub(crate) async fn append(
-    state: &AppState,
+    state: &Core,
     session: &SessionRow,
     events: &[EventBody],
 ) -> StoreResult<()> {
     let deadline = tokio::time::Instant::now() + RETRY_FOR;
     let mut delay = FIRST_DELAY;
     loop {
-        let error = match crate::sessions::append(state, session, events).await {
+        let error = match state.append(session, events).await {
             Ok(_) => return Ok(()),
             Err(error) => error,
         };
@@ -78,19 +78,19 @@ pub(crate) async fn append(
 /// Whether an append in doubt made it into the log (then its side effects run now), asking
 /// until the database answers.
 async fn settle(
-    state: &AppState,
+    state: &Core,
     session: &SessionRow,
     events: &[EventBody],
     deadline: tokio::time::Instant,
 ) -> StoreResult<bool> {
     let mut delay = FIRST_DELAY;
     loop {
-        match crate::sessions::events_after(state, &session.id, 0).await {
+        match state.events_after(&session.id, 0).await {
             Ok(log) => {
                 let Some(found) = find(&log, events) else {
                     return Ok(false);
                 };
-                crate::sessions::after_append(state, session, found).await;
+                state.after_append(session, found).await;
                 return Ok(true);
             }
             Err(error) if error.is_unavailable() && tokio::time::Instant::now() < deadline => {

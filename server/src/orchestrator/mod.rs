@@ -1,8 +1,10 @@
 //! Runs sessions: one task per session starts its agent in the sandbox, pumps frames between
 //! the agent, the model backend and the event log, and drives the pure
-//! [`Lifecycle`](crate::sessions::lifecycle::Lifecycle) with what happens.
+//! [`Lifecycle`](lifecycle::Lifecycle) with what happens.
 
+mod agents;
 mod durable;
+pub mod lifecycle;
 mod models;
 mod pump;
 mod settings;
@@ -17,11 +19,12 @@ use tokio::sync::{Semaphore, mpsc, watch};
 use ultraplan_protocol::SessionStatus;
 use ultraplan_protocol::events::{EventBody, SystemEvent};
 
+pub use agents::Agents;
 pub use models::{Completion, ModelBackend};
 pub use settings::OrchestratorSettings;
 
+use crate::core::Core;
 use crate::runner::Runner;
-use crate::state::AppState;
 use crate::store::{AgentState, SessionRow, StoreResult, now_ms};
 
 /// What the session task is told from outside.
@@ -49,8 +52,8 @@ struct Live {
 }
 
 pub(crate) struct Inner {
-    /// Shared state without an orchestrator of its own.
-    pub(crate) state: AppState,
+    /// What the whole server shares (config, store, hub, counters).
+    pub(crate) state: Core,
     pub(crate) runner: Runner,
     pub(crate) models: Arc<dyn ModelBackend>,
     pub(crate) settings: OrchestratorSettings,
@@ -65,9 +68,9 @@ pub struct Orchestrator {
 }
 
 impl Orchestrator {
-    /// An orchestrator over shared state (whose own `orchestrator` stays unset).
+    /// An orchestrator over the shared core.
     pub fn new(
-        state: AppState,
+        state: Core,
         runner: Runner,
         models: Arc<dyn ModelBackend>,
         settings: OrchestratorSettings,
@@ -221,7 +224,7 @@ impl Orchestrator {
                 ),
                 data: serde_json::Value::Null,
             });
-            crate::sessions::append(state, &row, &[note]).await?;
+            state.append(&row, &[note]).await?;
             tracing::info!(session_id = %row.id, "resuming session");
             let timeout_seconds = timeout_for(&row);
             self.launch(
@@ -245,7 +248,7 @@ impl Orchestrator {
 
 /// When no runner is available, sessions left running by a previous process get a clear
 /// error instead of waiting forever; their executions are finished with the work done.
-pub async fn fail_orphans(state: &AppState, reason: &str) -> StoreResult<usize> {
+pub async fn fail_orphans(state: &Core, reason: &str) -> StoreResult<usize> {
     crate::execution::finish_abandoned(
         state,
         |_| false,
@@ -255,11 +258,11 @@ pub async fn fail_orphans(state: &AppState, reason: &str) -> StoreResult<usize> 
     let rows = state.store.sessions_to_recover().await?;
     for row in &rows {
         if !crate::execution::settle_finished(state, row).await? {
-            let result = crate::sessions::lifecycle::error_result(
+            let result = EventBody::error_result(
                 "error_during_execution",
                 format!("The session cannot resume: {reason}."),
             );
-            crate::sessions::append(state, row, &[result]).await?;
+            state.append(row, &[result]).await?;
         }
         state.store.set_status(&row.id, SessionStatus::Idle).await?;
         state

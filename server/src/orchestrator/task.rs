@@ -15,8 +15,8 @@ use ultraplan_protocol::model::Usage;
 use ultraplan_protocol::session::PromptVariant;
 
 use super::{Command, Inner, Launch};
+use crate::orchestrator::lifecycle::{Effect, Input, Lifecycle, unanswered_tool};
 use crate::runner::{AgentControl, AgentExit, AgentProcess, SandboxRequest};
-use crate::sessions::lifecycle::{Effect, Input, Lifecycle, error_result, unanswered_tool};
 use crate::store::{AgentState, SessionRow, StoreResult, now_ms};
 
 /// A model answer on its way back to the agent, with the session's new usage total.
@@ -79,7 +79,7 @@ pub async fn run(
     let failed = task.run(launch, &mut commands).await.err();
     if let Some(error) = &failed {
         tracing::error!(session_id = %task.session.id, %error, "session task failed");
-        let result = error_result(
+        let result = EventBody::error_result(
             "error_during_execution",
             format!("The server could not run the agent: {error}."),
         );
@@ -268,7 +268,7 @@ impl SessionTask {
     }
 
     async fn transcript(&self) -> StoreResult<Vec<EventBody>> {
-        let events = crate::sessions::events_after(&self.inner.state, &self.session.id, 0).await?;
+        let events = self.inner.state.events_after(&self.session.id, 0).await?;
         Ok(events.into_iter().map(|e| e.body).collect())
     }
 

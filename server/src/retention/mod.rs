@@ -15,33 +15,11 @@ mod quota;
 mod registry;
 
 use std::path::Path;
-use std::time::Duration;
 
-pub use quota::{Quota, human_bytes, parse_size, quota_message};
+pub use quota::{Quota, QuotaError, human_bytes, parse_size, quota_message};
 
-use crate::state::AppState;
+use crate::core::Core;
 use crate::store::StoreError;
-
-/// Retention and quota settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RetentionConfig {
-    /// How long a bundle that no session uses is kept after its upload.
-    pub bundle_grace: Duration,
-    /// How often the retention pass runs (zero: never).
-    pub interval: Duration,
-    /// Most bytes of bundles (archive plus unpacked tree) one user may hold (0: no limit).
-    pub bundle_quota_bytes: u64,
-}
-
-impl Default for RetentionConfig {
-    fn default() -> Self {
-        RetentionConfig {
-            bundle_grace: Duration::from_secs(24 * 3600),
-            interval: Duration::from_secs(600),
-            bundle_quota_bytes: 10 << 30,
-        }
-    }
-}
 
 /// What one pass removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -60,7 +38,7 @@ pub struct Swept {
 
 /// Start the periodic pass (unless its interval is zero); it runs once at once, then every
 /// interval, for the life of the runtime.
-pub fn spawn(state: AppState) -> Option<tokio::task::JoinHandle<()>> {
+pub fn spawn(state: Core) -> Option<tokio::task::JoinHandle<()>> {
     let every = state.config.retention.interval;
     if every.is_zero() {
         tracing::info!("retention is off (interval 0): nothing is garbage-collected");
@@ -79,7 +57,7 @@ pub fn spawn(state: AppState) -> Option<tokio::task::JoinHandle<()>> {
 }
 
 /// One pass as of `now` (ms since the epoch).
-pub async fn sweep(state: &AppState, now: i64) -> Result<Swept, StoreError> {
+pub async fn sweep(state: &Core, now: i64) -> Result<Swept, StoreError> {
     let root = state.config.bundles_dir();
     let grace_ms =
         i64::try_from(state.config.retention.bundle_grace.as_millis()).unwrap_or(i64::MAX);
@@ -165,7 +143,7 @@ fn stored_ids(root: &Path, cutoff: i64) -> std::io::Result<Vec<String>> {
 }
 
 /// Remove stored files of bundles no row knows, once older than `cutoff` and not uploading.
-async fn sweep_orphans(state: &AppState, root: &Path, cutoff: i64) -> Result<u64, StoreError> {
+async fn sweep_orphans(state: &Core, root: &Path, cutoff: i64) -> Result<u64, StoreError> {
     let dir = root.to_path_buf();
     let ids = tokio::task::spawn_blocking(move || stored_ids(&dir, cutoff))
         .await

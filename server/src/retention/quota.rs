@@ -2,12 +2,20 @@
 //! refused with 413 `quota_exceeded`, before its body is read when the numbers already tell,
 //! else once it is unpacked (then its files are removed unless someone else holds them).
 
-use axum::http::{HeaderMap, header};
-
 use super::registry::Uploading;
-use crate::http::error::{ApiError, ApiResult};
-use crate::state::AppState;
-use crate::store::{Admission, BundleRow};
+use crate::core::Core;
+use crate::store::{Admission, BundleRow, StoreError};
+
+/// Why an upload is refused for the quota.
+#[derive(Debug, thiserror::Error)]
+pub enum QuotaError {
+    /// Holding the bundle would take the user over the quota; the message says where they
+    /// stand and how to get room.
+    #[error("{0}")]
+    Exceeded(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
 
 /// One upload's place in the quota: registered as in flight (retention leaves its bundle's
 /// files alone) from [`Quota::check`] until dropped.
@@ -19,14 +27,14 @@ pub struct Quota {
 
 impl Quota {
     /// Before the body is read: refuse when the user is already at the quota, or when the
-    /// declared `Content-Length` alone would pass it. Re-uploading a bundle the user holds
+    /// declared body length alone would pass it. Re-uploading a bundle the user holds
     /// costs nothing.
     pub async fn check(
-        state: &AppState,
+        state: &Core,
         user_id: &str,
         sha: &str,
-        headers: &HeaderMap,
-    ) -> ApiResult<Self> {
+        declared: Option<u64>,
+    ) -> Result<Self, QuotaError> {
         let limit = state.config.retention.bundle_quota_bytes;
         let uploading = Uploading::begin(&state.config.bundles_dir(), sha).await;
         let quota = Quota { uploading, limit };
@@ -34,11 +42,7 @@ impl Quota {
             return Ok(quota);
         }
         let used = state.store.bundle_bytes_used(user_id).await?;
-        let declared = headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(1);
+        let declared = declared.unwrap_or(1);
         if used.saturating_add(declared) > limit {
             return Err(exceeded(used, declared, limit, state));
         }
@@ -48,7 +52,12 @@ impl Quota {
     /// After the bundle is unpacked: record that the user holds it if it fits, else remove
     /// what this upload stored (unless another user holds the bundle or uploads it now) and
     /// refuse.
-    pub async fn record(&self, state: &AppState, user_id: &str, row: &BundleRow) -> ApiResult<()> {
+    pub async fn record(
+        &self,
+        state: &Core,
+        user_id: &str,
+        row: &BundleRow,
+    ) -> Result<(), QuotaError> {
         let admission = state
             .store
             .put_bundle_within_quota(user_id, row, self.limit)
@@ -68,8 +77,8 @@ impl Quota {
     }
 }
 
-fn exceeded(used: u64, needed: u64, limit: u64, state: &AppState) -> ApiError {
-    ApiError::QuotaExceeded(quota_message(
+fn exceeded(used: u64, needed: u64, limit: u64, state: &Core) -> QuotaError {
+    QuotaError::Exceeded(quota_message(
         used,
         needed,
         limit,

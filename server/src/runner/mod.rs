@@ -13,7 +13,7 @@ pub mod spec;
 pub mod status;
 pub mod tmpfs;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub use docker::DockerRunner;
 pub use launch::{AgentControl, AgentExit, AgentInput, AgentOutput, AgentProcess};
@@ -164,15 +164,4 @@ async fn probe_bwrap(agent_binary: &Path) -> Result<(), String> {
 pub fn server_uid() -> u32 {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").map_or(u32::MAX, |m| m.uid())
-}
-
-/// Where the agent binary is: `ULTRAPLAN_AGENT_BIN`, else beside the server's executable.
-pub fn default_agent_binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("ULTRAPLAN_AGENT_BIN").filter(|v| !v.is_empty()) {
-        return PathBuf::from(path);
-    }
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|dir| dir.join("ultraplan-agent")))
-        .unwrap_or_else(|| PathBuf::from("ultraplan-agent"))
 }

@@ -4,8 +4,9 @@ use ultraplan_protocol::api::{Decision, PlanResource};
 use ultraplan_protocol::patch::{Execution, ExecutionState};
 use ultraplan_protocol::session::SessionStatus;
 
-use crate::http::error::{ApiError, ApiResult};
-use crate::state::AppState;
+use super::{SessionError, SessionResult};
+use crate::core::Core;
+use crate::orchestrator::{Agents, Launch};
 use crate::store::{DecideOutcome, SessionRow};
 use crate::telemetry::names;
 
@@ -18,15 +19,14 @@ pub enum DecisionOutcome {
     AlreadyStands(PlanResource),
 }
 
-fn check(decision: &Decision) -> ApiResult<()> {
+fn check(decision: &Decision) -> SessionResult<()> {
     match decision {
-        Decision::Reject { feedback } if feedback.trim().is_empty() => Err(ApiError::bad_request(
-            "feedback_required",
-            "a rejection needs feedback for the agent",
-        )),
-        Decision::Approve { plan: Some(plan) } if plan.trim().is_empty() => Err(
-            ApiError::bad_request("empty_plan", "an edited plan cannot be empty"),
-        ),
+        Decision::Reject { feedback } if feedback.trim().is_empty() => {
+            Err(SessionError::FeedbackRequired)
+        }
+        Decision::Approve { plan: Some(plan) } if plan.trim().is_empty() => {
+            Err(SessionError::EmptyPlan)
+        }
         _ => Ok(()),
     }
 }
@@ -34,32 +34,42 @@ fn check(decision: &Decision) -> ApiResult<()> {
 /// Decide a pending plan. Idempotent for the same decision; 409 when another stands; 400 when
 /// no such plan is pending.
 pub async fn decide(
-    state: &AppState,
+    state: &Core,
+    agents: &Agents,
     session: &SessionRow,
     tool_use_id: &str,
     decision: &Decision,
-) -> ApiResult<DecisionOutcome> {
+) -> SessionResult<DecisionOutcome> {
     check(decision)?;
     if session.status == SessionStatus::Archived {
-        return Err(ApiError::conflict(
-            "session_archived",
+        return Err(SessionError::Archived(
             "the session is archived; its plans can no longer be decided",
         ));
     }
-    match state
-        .store
-        .decide_plan(&session.id, tool_use_id, decision)
-        .await?
-    {
+    // The plan's text never changes once proposed, so the result built from it here is
+    // the one the decision appends.
+    let outcome = match state.store.plan(&session.id, tool_use_id).await? {
+        Some(plan) => {
+            let result = crate::plans::decision_result(tool_use_id, decision, &plan.plan);
+            state
+                .store
+                .decide_plan(&session.id, tool_use_id, decision, &result)
+                .await?
+        }
+        None => DecideOutcome::UnknownPlan,
+    };
+    match outcome {
         DecideOutcome::Decided { plan, event } => {
-            let executes = matches!(decision, Decision::Approve { .. }) && executes(state);
+            let executes = matches!(decision, Decision::Approve { .. }) && agents.executes();
             if executes {
                 mark_executing(state, session).await?;
             }
-            super::after_append(state, session, std::slice::from_ref(&event)).await;
-            super::deliver(state, &session.id, std::slice::from_ref(&event));
+            state
+                .after_append(session, std::slice::from_ref(&event))
+                .await;
+            agents.deliver(&session.id, std::slice::from_ref(&event));
             if executes {
-                start_if_idle(state, session).await?;
+                start_if_idle(state, agents, session).await?;
             }
             let target = match decision {
                 Decision::Approve { .. } => Some("remote"),
@@ -81,28 +91,17 @@ pub async fn decide(
         DecideOutcome::AlreadyStands(plan) => {
             Ok(DecisionOutcome::AlreadyStands(plan.to_resource()))
         }
-        DecideOutcome::Conflict(plan) => Err(ApiError::conflict(
-            "decision_conflict",
-            format!(
-                "a different decision already stands on plan {}: {}",
-                plan.tool_use_id,
-                plan.decision.as_ref().map_or("unknown", Decision::kind)
-            ),
-        )),
-        DecideOutcome::UnknownPlan => Err(ApiError::bad_request(
-            "no_pending_plan",
-            format!("no plan {tool_use_id} is pending in this session"),
-        )),
+        DecideOutcome::Conflict(plan) => Err(SessionError::DecisionConflict {
+            standing: plan.decision.as_ref().map_or("unknown", Decision::kind),
+            tool_use_id: plan.tool_use_id,
+        }),
+        DecideOutcome::UnknownPlan => Err(SessionError::NoPendingPlan(tool_use_id.to_owned())),
     }
-}
-
-fn executes(state: &AppState) -> bool {
-    state.orchestrator.as_ref().is_some_and(|o| o.executes())
 }
 
 /// An approved plan is executing from the moment of the decision, so nobody asking for the
 /// patch right after approving is told there is no execution.
-async fn mark_executing(state: &AppState, session: &SessionRow) -> ApiResult<()> {
+async fn mark_executing(state: &Core, session: &SessionRow) -> SessionResult<()> {
     let executing = Execution {
         state: ExecutionState::Executing,
         patch: None,
@@ -113,23 +112,21 @@ async fn mark_executing(state: &AppState, session: &SessionRow) -> ApiResult<()>
 
 /// With no agent alive (it crashed while its plan waited), the approval starts one: the log
 /// says the plan is approved, so it executes.
-async fn start_if_idle(state: &AppState, session: &SessionRow) -> ApiResult<()> {
-    let Some(orchestrator) = &state.orchestrator else {
-        return Ok(());
-    };
-    if orchestrator.is_live(&session.id) {
-        // A live task either hands over, or (ending) starts execution as it goes.
+async fn start_if_idle(state: &Core, agents: &Agents, session: &SessionRow) -> SessionResult<()> {
+    if agents.orchestrator().is_none() || agents.is_live(&session.id) {
+        // No agents here; or a live task either hands over, or (ending) starts execution as
+        // it goes.
         return Ok(());
     }
-    let flags = crate::http::api::sessions::user_flags(state, &session.user_id).await?;
+    let flags = crate::flags::for_user(state, &session.user_id).await?;
     let Some(row) = state.store.session(&session.id).await? else {
         return Ok(());
     };
-    let launch = crate::orchestrator::Launch {
+    let launch = Launch {
         timeout_seconds: flags.timeout_seconds,
         resumed: false,
     };
-    if orchestrator.launch_if_idle(row, launch) {
+    if agents.launch_if_idle(row, launch) {
         tracing::info!(session_id = %session.id, "no agent was running: one starts to execute the approved plan");
     }
     Ok(())

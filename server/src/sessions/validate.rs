@@ -6,22 +6,22 @@ use ultraplan_protocol::events::{
 };
 use ultraplan_protocol::session::PromptVariant;
 
+use super::error::{SessionError, SessionResult};
 use crate::bundles::is_valid_sha256;
 use crate::config::Config;
-use crate::http::error::{ApiError, ApiResult};
 
 const MAX_EVENTS_PER_REQUEST: usize = 16;
 const MAX_TITLE_CHARS: usize = 200;
 const MAX_DRAFT_PLAN_BYTES: usize = 256 * 1024;
 
-fn invalid(message: impl Into<String>) -> ApiError {
-    ApiError::bad_request("invalid_event", message)
+fn invalid(message: impl Into<String>) -> SessionError {
+    SessionError::invalid("invalid_event", message)
 }
 
 /// Validate a create request; returns the title to store (derived from the prompt when blank).
-pub fn validate_create(req: &CreateSessionRequest, config: &Config) -> ApiResult<String> {
+pub fn validate_create(req: &CreateSessionRequest, config: &Config) -> SessionResult<String> {
     if !is_valid_sha256(&req.bundle_id) {
-        return Err(ApiError::bad_request(
+        return Err(SessionError::invalid(
             "invalid_bundle_id",
             "bundle_id must be the 64-character lowercase hex sha256 of an uploaded bundle",
         ));
@@ -49,7 +49,7 @@ pub fn validate_create(req: &CreateSessionRequest, config: &Config) -> ApiResult
     Ok(title_from(&req.title, &prompt))
 }
 
-fn check_context(req: &CreateSessionRequest, config: &Config) -> ApiResult<()> {
+fn check_context(req: &CreateSessionRequest, config: &Config) -> SessionResult<()> {
     let context = &req.session_context;
     if let Some(variant) = context
         .prompt_variant
@@ -57,7 +57,7 @@ fn check_context(req: &CreateSessionRequest, config: &Config) -> ApiResult<()> {
         .filter(|v| PromptVariant::parse(v).is_none())
     {
         let names: Vec<_> = PromptVariant::ALL.iter().map(|v| v.as_str()).collect();
-        return Err(ApiError::bad_request(
+        return Err(SessionError::invalid(
             "invalid_prompt_variant",
             format!(
                 "prompt_variant '{variant}' is not one of {}",
@@ -70,7 +70,7 @@ fn check_context(req: &CreateSessionRequest, config: &Config) -> ApiResult<()> {
         if let Some(problem) =
             crate::config::model_problem(model, config.anthropic_api_key.is_some(), openai)
         {
-            return Err(ApiError::bad_request("invalid_model", problem));
+            return Err(SessionError::invalid("invalid_model", problem));
         }
     }
     if context
@@ -78,7 +78,7 @@ fn check_context(req: &CreateSessionRequest, config: &Config) -> ApiResult<()> {
         .as_ref()
         .is_some_and(|d| d.len() > MAX_DRAFT_PLAN_BYTES)
     {
-        return Err(ApiError::bad_request(
+        return Err(SessionError::invalid(
             "draft_plan_too_large",
             format!("draft_plan exceeds {MAX_DRAFT_PLAN_BYTES} bytes"),
         ));
@@ -99,7 +99,7 @@ fn title_from(title: &str, prompt: &str) -> String {
     }
 }
 
-fn check_count(events: &[EventBody]) -> ApiResult<()> {
+fn check_count(events: &[EventBody]) -> SessionResult<()> {
     if events.is_empty() {
         return Err(invalid("events must not be empty"));
     }
@@ -111,7 +111,7 @@ fn check_count(events: &[EventBody]) -> ApiResult<()> {
     Ok(())
 }
 
-fn check_control(request: &ControlRequest, i: usize) -> ApiResult<()> {
+fn check_control(request: &ControlRequest, i: usize) -> SessionResult<()> {
     match request {
         ControlRequest::SetPermissionMode {
             mode: PermissionMode::Plan,
@@ -126,7 +126,7 @@ fn check_control(request: &ControlRequest, i: usize) -> ApiResult<()> {
     }
 }
 
-fn check_user(u: &UserEvent, i: usize, allow_tool_results: bool) -> ApiResult<()> {
+fn check_user(u: &UserEvent, i: usize, allow_tool_results: bool) -> SessionResult<()> {
     if u.parent_tool_use_id.is_some() {
         return Err(invalid(format!(
             "events[{i}]: clients cannot post subagent events (parent_tool_use_id)"
@@ -156,7 +156,7 @@ fn check_user(u: &UserEvent, i: usize, allow_tool_results: bool) -> ApiResult<()
 }
 
 /// Validate events a client posts to a running session: user messages only (answers, steering).
-pub fn validate_client_events(events: &[EventBody]) -> ApiResult<()> {
+pub fn validate_client_events(events: &[EventBody]) -> SessionResult<()> {
     check_count(events)?;
     for (i, event) in events.iter().enumerate() {
         match event {
@@ -242,7 +242,9 @@ mod tests {
             let got = validate_create(&request(events.clone(), context.clone()), &config);
             match (got, want) {
                 (Ok(title), Ok(t)) => assert_eq!(title, t),
-                (Err(ApiError::BadRequest { code, .. }), Err(c)) => assert_eq!(code, c, "{events}"),
+                (Err(SessionError::Invalid { code, .. }), Err(c)) => {
+                    assert_eq!(code, c, "{events}")
+                }
                 (got, want) => panic!("{events} {context}: got {got:?}, want {want:?}"),
             }
         }

@@ -3,12 +3,19 @@
 //! The event log is append-only. Appends are atomic and take ids from a per-session counter
 //! under the session row's write lock, so ids are strictly increasing per session and a reader
 //! paging with `after_id` never skips an event that commits late.
+//!
+//! The store keeps what it is given: which events propose plans or leave the session waiting
+//! on the user is decided by the caller ([`AppendEffects`]), and so is the tool_result a plan
+//! decision appends. The store makes each of those writes atomic.
 
+mod backend;
 mod models;
 mod postgres;
 mod retention;
 mod sql;
 mod sqlite;
+
+use std::collections::HashMap;
 
 use async_trait::async_trait;
 use ultraplan_protocol::api::Decision;
@@ -17,8 +24,8 @@ use ultraplan_protocol::model::Usage;
 use ultraplan_protocol::session::SessionStatus;
 
 pub use models::{
-    AgentState, BundleRow, DecideOutcome, FlagRow, ModelCall, NewSession, PatchRow, PlanRow,
-    SessionRow, TokenRow, UserRow,
+    AgentState, AppendEffects, BundleRow, DecideOutcome, FlagRow, LinkRow, ModelCall, NewPlan,
+    NewSession, PatchRow, PlanRow, SessionRow, TokenRow, UserRow, WebSessionRow,
 };
 pub use postgres::PostgresStore;
 pub use retention::{Admission, Collected, stored_bytes};
@@ -96,25 +103,16 @@ impl From<serde_json::Error> for StoreError {
 /// Result alias for store calls.
 pub type StoreResult<T> = Result<T, StoreError>;
 
-/// The connection pool behind a store, for modules with tables of their own (`pages`).
-#[derive(Debug, Clone)]
-pub enum Pool {
-    Sqlite(sqlx::SqlitePool),
-    Postgres(sqlx::PgPool),
-}
-
 /// Everything the server persists.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
-    /// The underlying pool.
-    fn pool(&self) -> Pool;
-
     /// Apply the embedded migrations.
     async fn migrate(&self) -> StoreResult<()>;
 
     // --- users and tokens ---
     async fn create_user(&self, name: &str) -> StoreResult<UserRow>;
     async fn user_by_name(&self, name: &str) -> StoreResult<Option<UserRow>>;
+    async fn user_by_id(&self, id: &str) -> StoreResult<Option<UserRow>>;
     async fn add_token(
         &self,
         user_id: &str,
@@ -130,9 +128,7 @@ pub trait Store: Send + Sync + 'static {
     /// The bundle, if `user_id` uploaded it.
     async fn owned_bundle(&self, user_id: &str, sha256: &str) -> StoreResult<Option<BundleRow>>;
     /// Bytes (archive plus unpacked tree) of every bundle `user_id` holds.
-    async fn bundle_bytes_used(&self, user_id: &str) -> StoreResult<u64> {
-        retention::bytes_used(&self.pool(), user_id).await
-    }
+    async fn bundle_bytes_used(&self, user_id: &str) -> StoreResult<u64>;
     /// Like [`Store::put_bundle`], unless holding it takes `user_id` over `quota` bytes (0: no
     /// limit); holding it already refreshes the holding's age.
     async fn put_bundle_within_quota(
@@ -140,13 +136,9 @@ pub trait Store: Send + Sync + 'static {
         user_id: &str,
         bundle: &BundleRow,
         quota: u64,
-    ) -> StoreResult<Admission> {
-        retention::put_within_quota(&self.pool(), user_id, bundle, quota).await
-    }
+    ) -> StoreResult<Admission>;
     /// Whether anyone holds or uses bundle `sha256` (its row exists).
-    async fn bundle_known(&self, sha256: &str) -> StoreResult<bool> {
-        retention::bundle_known(&self.pool(), sha256).await
-    }
+    async fn bundle_known(&self, sha256: &str) -> StoreResult<bool>;
     /// One retention pass at `now` (ms): holdings older than `grace_ms` that no session of
     /// their user uses are dropped; bundles nobody holds or uses are deleted (except those
     /// `busy` names) and returned, for their files to be removed; expired or used login
@@ -156,9 +148,7 @@ pub trait Store: Send + Sync + 'static {
         now: i64,
         grace_ms: i64,
         busy: &(dyn for<'s> Fn(&'s str) -> bool + Sync),
-    ) -> StoreResult<Collected> {
-        retention::collect(&self.pool(), now, grace_ms, busy).await
-    }
+    ) -> StoreResult<Collected>;
 
     // --- sessions and events ---
     /// Create a session and append its first events in one transaction.
@@ -178,12 +168,13 @@ pub trait Store: Send + Sync + 'static {
         &self,
         statuses: &[SessionStatus],
     ) -> StoreResult<Vec<SessionRow>>;
-    /// Append events atomically. ExitPlanMode calls of the main agent create plan rows and put
-    /// the session into `requires_action`.
+    /// Append events atomically, with the plan rows and status change `effects` names in the
+    /// same transaction.
     async fn append_events(
         &self,
         session_id: &str,
         events: &[EventBody],
+        effects: &AppendEffects,
     ) -> StoreResult<Vec<Event>>;
     /// Events with `id > after_id`, oldest first, at most `limit`; and whether more follow.
     async fn list_events(
@@ -192,6 +183,8 @@ pub trait Store: Send + Sync + 'static {
         after_id: i64,
         limit: u32,
     ) -> StoreResult<(Vec<Event>, bool)>;
+    /// The subtype of the newest `result` event of each of the user's sessions that has one.
+    async fn last_results(&self, user_id: &str) -> StoreResult<HashMap<String, String>>;
     async fn set_status(&self, session_id: &str, status: SessionStatus) -> StoreResult<()>;
     /// Mark archived; `false` when it already was.
     async fn archive_session(&self, session_id: &str) -> StoreResult<bool>;
@@ -224,14 +217,15 @@ pub trait Store: Send + Sync + 'static {
     // --- plans ---
     async fn plan(&self, session_id: &str, tool_use_id: &str) -> StoreResult<Option<PlanRow>>;
     async fn list_plans(&self, session_id: &str) -> StoreResult<Vec<PlanRow>>;
-    /// Take a decision on a pending plan atomically: the plan row changes and the decision's
-    /// tool_result event is appended in one transaction. Concurrent deciders see exactly one
-    /// `Decided`; the others see what stands.
+    /// Take a decision on a pending plan atomically: the plan row changes and `result` (the
+    /// decision's tool_result event) is appended in one transaction. Concurrent deciders see
+    /// exactly one `Decided`; the others see what stands.
     async fn decide_plan(
         &self,
         session_id: &str,
         tool_use_id: &str,
         decision: &Decision,
+        result: &EventBody,
     ) -> StoreResult<DecideOutcome>;
 
     // --- flags and telemetry ---
@@ -246,6 +240,20 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<()>;
     /// Count of telemetry rows with this name (for tests and admin).
     async fn count_telemetry(&self, name: &str) -> StoreResult<i64>;
+
+    // --- the review pages' logins ---
+    /// Store a new login link, dropping expired ones.
+    async fn insert_login_link(&self, link: &LinkRow) -> StoreResult<()>;
+    /// The link, if it exists, is unused and has not expired at `now`.
+    async fn usable_login_link(&self, id: &str, now: i64) -> StoreResult<Option<LinkRow>>;
+    /// Spend the link; `false` when another request spent it first or it expired.
+    async fn use_login_link(&self, id: &str, now: i64) -> StoreResult<bool>;
+    /// Store a new browser session, dropping expired ones.
+    async fn insert_web_session(&self, row: &WebSessionRow) -> StoreResult<()>;
+    /// The browser session with its user's name, if it has not expired at `now`.
+    async fn web_session(&self, id: &str, now: i64) -> StoreResult<Option<WebSessionRow>>;
+    /// End a browser session.
+    async fn delete_web_session(&self, id: &str) -> StoreResult<()>;
 }
 
 /// Open the store a database URL names: `sqlite:` / `sqlite://` paths or `postgres://`.

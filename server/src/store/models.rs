@@ -178,6 +178,59 @@ pub struct ModelCall {
     pub error: Option<String>,
 }
 
+/// What a batch of events does beyond the log, decided by the caller (the session rules in
+/// `crate::sessions`): the store applies it in the same transaction as the append.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AppendEffects {
+    /// Plans the batch proposes, in order.
+    pub plans: Vec<NewPlan>,
+    /// Put the session into `requires_action` (unless it is archived).
+    pub requires_action: bool,
+}
+
+/// A plan an appended event proposes: a main-agent ExitPlanMode call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPlan {
+    /// Index in the appended batch of the event that carries the call.
+    pub event: usize,
+    pub tool_use_id: String,
+    pub plan: String,
+}
+
+/// A one-time login link (its secret only as a hash).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkRow {
+    pub id: String,
+    pub user_id: String,
+    pub hash: String,
+    pub next_path: String,
+    pub created_at: i64,
+    pub expires_at: i64,
+}
+
+/// A browser session (its secret only as a hash) and its CSRF token.
+#[derive(Clone, PartialEq, Eq)]
+pub struct WebSessionRow {
+    pub id: String,
+    pub user_id: String,
+    /// The user's name (filled in when read; ignored when stored).
+    pub user_name: String,
+    pub hash: String,
+    pub csrf: String,
+    pub created_at: i64,
+    pub expires_at: i64,
+}
+
+impl std::fmt::Debug for WebSessionRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebSessionRow")
+            .field("id", &self.id)
+            .field("user_id", &self.user_id)
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Outcome of [`super::Store::decide_plan`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum DecideOutcome {

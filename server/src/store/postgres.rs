@@ -1,9 +1,11 @@
 //! PostgreSQL backend, for deployments at scale.
 
+use async_trait::async_trait;
+use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
-use sqlx::{PgPool, Postgres};
 
-use super::sql::{impl_store, plan_cols, session_cols};
+use super::StoreResult;
+use super::backend::{Arg, Backend, Conn, Row, Tx, impl_conn};
 
 /// The PostgreSQL store.
 #[derive(Debug, Clone)]
@@ -27,11 +29,23 @@ impl PostgresStore {
             .await?;
         Ok(PostgresStore { pool })
     }
+}
+
+#[async_trait]
+impl Backend for PostgresStore {
+    fn pool(&self) -> Box<dyn Conn> {
+        Box::new(self.pool.clone())
+    }
 
     /// Row locks taken by the first UPDATE of each write serialise concurrent appends.
-    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, Postgres>, sqlx::Error> {
-        self.pool.begin().await
+    async fn write_tx(&self) -> StoreResult<Box<dyn Tx>> {
+        Ok(Box::new(self.pool.begin().await?))
+    }
+
+    async fn migrate(&self) -> StoreResult<()> {
+        Self::MIGRATOR.run(&self.pool).await?;
+        Ok(())
     }
 }
 
-impl_store!(PostgresStore, Postgres, Postgres);
+impl_conn!(sqlx::Postgres);

@@ -12,41 +12,11 @@
 //!
 //! SQL uses `$N` placeholders and BIGINT/TEXT only, so the same text runs on both backends.
 
-use sqlx::Row as _;
-
-use super::{BundleRow, Pool, StoreResult, now_ms};
-
-/// Run `$body` with `$tx`, a write transaction on whichever pool this is, and commit it.
-/// SQLite takes the database lock up front (as every writer there does); PostgreSQL relies
-/// on the row locks the statements take. A `return` inside `$body` rolls back.
-macro_rules! in_write_tx {
-    ($pool:expr, $tx:ident => $body:expr) => {
-        match $pool {
-            Pool::Sqlite(pool) => {
-                let mut $tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-                let out = $body;
-                $tx.commit().await?;
-                out
-            }
-            Pool::Postgres(pool) => {
-                let mut $tx = pool.begin().await?;
-                let out = $body;
-                $tx.commit().await?;
-                out
-            }
-        }
-    };
-}
-
-/// Run the same read against whichever pool this is.
-macro_rules! on_pool {
-    ($pool:expr, $p:ident => $body:expr) => {
-        match $pool {
-            Pool::Sqlite($p) => $body,
-            Pool::Postgres($p) => $body,
-        }
-    };
-}
+use super::backend::{
+    Arg::{Int, Text},
+    Backend, Conn,
+};
+use super::{BundleRow, StoreResult, now_ms};
 
 /// Whether an upload fits its owner's quota.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,10 +50,8 @@ const USED_SQL: &str = "SELECT CAST(COALESCE(SUM(b.bytes + b.unpacked_bytes), 0)
                         WHERE o.user_id = $1";
 
 /// Bytes of every bundle `user_id` holds.
-pub async fn bytes_used(pool: &Pool, user_id: &str) -> StoreResult<u64> {
-    let used: i64 = on_pool!(pool, p => {
-        sqlx::query(USED_SQL).bind(user_id).fetch_one(p).await?.try_get("used")?
-    });
+pub async fn bytes_used(c: &mut dyn Conn, user_id: &str) -> StoreResult<u64> {
+    let used = c.fetch_one(USED_SQL, &[Text(user_id)]).await?.int("used")?;
     Ok(u64::try_from(used).unwrap_or(0))
 }
 
@@ -91,73 +59,51 @@ pub async fn bytes_used(pool: &Pool, user_id: &str) -> StoreResult<u64> {
 /// limit). Holding it already only refreshes the holding's age. Concurrent uploads of one
 /// user are serialised on their user row, so together they cannot pass the quota either.
 pub async fn put_within_quota(
-    pool: &Pool,
+    db: &dyn Backend,
     user_id: &str,
     bundle: &BundleRow,
     quota: u64,
 ) -> StoreResult<Admission> {
     let now = now_ms();
     let needed = stored_bytes(bundle);
-    let admission = in_write_tx!(pool, tx => {
-        sqlx::query("UPDATE users SET name = name WHERE id = $1")
-            .bind(user_id)
-            .execute(&mut *tx)
-            .await?;
-        let refreshed = sqlx::query(
+    let mut tx = db.write_tx().await?;
+    let c = tx.conn();
+    c.execute(
+        "UPDATE users SET name = name WHERE id = $1",
+        &[Text(user_id)],
+    )
+    .await?;
+    let refreshed = c
+        .execute(
             "UPDATE bundle_owners SET created_at = $3 WHERE sha256 = $1 AND user_id = $2",
+            &[Text(&bundle.sha256), Text(user_id), Int(now)],
         )
-        .bind(&bundle.sha256)
-        .bind(user_id)
-        .bind(now)
-        .execute(&mut *tx)
         .await?;
-        if refreshed.rows_affected() == 0 {
-            let used: i64 = sqlx::query(USED_SQL)
-                .bind(user_id)
-                .fetch_one(&mut *tx)
-                .await?
-                .try_get("used")?;
-            let used = u64::try_from(used).unwrap_or(0);
-            if quota > 0 && used.saturating_add(needed) > quota {
-                return Ok(Admission::OverQuota { used, needed });
-            }
-            sqlx::query(
-                "INSERT INTO bundles (sha256, files, bytes, unpacked_bytes, created_at) \
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (sha256) DO NOTHING",
-            )
-            .bind(&bundle.sha256)
-            .bind(bundle.files)
-            .bind(bundle.bytes)
-            .bind(bundle.unpacked_bytes)
-            .bind(bundle.created_at)
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query(
-                "INSERT INTO bundle_owners (sha256, user_id, created_at) VALUES ($1, $2, $3)",
-            )
-            .bind(&bundle.sha256)
-            .bind(user_id)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
+    if refreshed == 0 {
+        let used = bytes_used(c, user_id).await?;
+        if quota > 0 && used.saturating_add(needed) > quota {
+            return Ok(Admission::OverQuota { used, needed });
         }
-        Admission::Admitted
-    });
-    Ok(admission)
+        super::sql::insert_bundle(c, bundle).await?;
+        c.execute(
+            "INSERT INTO bundle_owners (sha256, user_id, created_at) VALUES ($1, $2, $3)",
+            &[Text(&bundle.sha256), Text(user_id), Int(now)],
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(Admission::Admitted)
 }
 
 /// Whether a bundle row exists for `sha256` (anyone holds or uses it).
-pub async fn bundle_known(pool: &Pool, sha256: &str) -> StoreResult<bool> {
+pub async fn bundle_known(c: &mut dyn Conn, sha256: &str) -> StoreResult<bool> {
     let sql = "SELECT 1 AS one FROM bundles WHERE sha256 = $1";
-    let known = on_pool!(pool, p => {
-        sqlx::query(sql).bind(sha256).fetch_optional(p).await?.is_some()
-    });
-    Ok(known)
+    Ok(c.fetch_optional(sql, &[Text(sha256)]).await?.is_some())
 }
 
 /// Holdings older than `cutoff` that none of their user's sessions uses, at most `limit`.
 async fn stale_holdings(
-    pool: &Pool,
+    c: &mut dyn Conn,
     cutoff: i64,
     limit: i64,
 ) -> StoreResult<Vec<(String, String)>> {
@@ -165,83 +111,91 @@ async fn stale_holdings(
                AND NOT EXISTS (SELECT 1 FROM sessions s \
                    WHERE s.bundle_id = o.sha256 AND s.user_id = o.user_id) \
                ORDER BY o.created_at LIMIT $2";
-    let rows: Vec<(String, String)> = on_pool!(pool, p => {
-        sqlx::query_as(sql).bind(cutoff).bind(limit).fetch_all(p).await?
-    });
-    Ok(rows)
+    let rows = c.fetch_all(sql, &[Int(cutoff), Int(limit)]).await?;
+    rows.iter()
+        .map(|r| Ok((r.text("sha256")?, r.text("user_id")?)))
+        .collect()
 }
 
 /// Drop one holding if it is still stale: its row is locked first, then the sessions are
 /// checked with the lock held (a session being created holds the same lock).
-async fn drop_holding(pool: &Pool, sha256: &str, user_id: &str, cutoff: i64) -> StoreResult<bool> {
-    let dropped = in_write_tx!(pool, tx => {
-        let locked = sqlx::query(
+async fn drop_holding(
+    db: &dyn Backend,
+    sha256: &str,
+    user_id: &str,
+    cutoff: i64,
+) -> StoreResult<bool> {
+    let mut tx = db.write_tx().await?;
+    let c = tx.conn();
+    let locked = c
+        .execute(
             "UPDATE bundle_owners SET created_at = created_at \
              WHERE sha256 = $1 AND user_id = $2 AND created_at < $3",
+            &[Text(sha256), Text(user_id), Int(cutoff)],
         )
-        .bind(sha256)
-        .bind(user_id)
-        .bind(cutoff)
-        .execute(&mut *tx)
         .await?;
-        if locked.rows_affected() == 0 {
-            return Ok(false);
-        }
-        let used = sqlx::query("SELECT 1 AS one FROM sessions WHERE bundle_id = $1 AND user_id = $2")
-            .bind(sha256)
-            .bind(user_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-        if used.is_some() {
-            return Ok(false);
-        }
-        sqlx::query("DELETE FROM bundle_owners WHERE sha256 = $1 AND user_id = $2")
-            .bind(sha256)
-            .bind(user_id)
-            .execute(&mut *tx)
-            .await?;
-        true
-    });
-    Ok(dropped)
+    if locked == 0 {
+        return Ok(false);
+    }
+    let used = c
+        .fetch_optional(
+            "SELECT 1 AS one FROM sessions WHERE bundle_id = $1 AND user_id = $2",
+            &[Text(sha256), Text(user_id)],
+        )
+        .await?;
+    if used.is_some() {
+        return Ok(false);
+    }
+    c.execute(
+        "DELETE FROM bundle_owners WHERE sha256 = $1 AND user_id = $2",
+        &[Text(sha256), Text(user_id)],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(true)
 }
 
 /// Bundles nobody holds and no session uses, at most `limit`.
-pub async fn unused_bundles(pool: &Pool, limit: i64) -> StoreResult<Vec<String>> {
+async fn unused_bundles(c: &mut dyn Conn, limit: i64) -> StoreResult<Vec<String>> {
     let sql = "SELECT b.sha256 FROM bundles b \
                WHERE NOT EXISTS (SELECT 1 FROM bundle_owners o WHERE o.sha256 = b.sha256) \
                AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.bundle_id = b.sha256) \
                ORDER BY b.created_at LIMIT $1";
-    let rows: Vec<(String,)> = on_pool!(pool, p => {
-        sqlx::query_as(sql).bind(limit).fetch_all(p).await?
-    });
-    Ok(rows.into_iter().map(|(sha,)| sha).collect())
+    let rows = c.fetch_all(sql, &[Int(limit)]).await?;
+    rows.iter().map(|r| r.text("sha256")).collect()
 }
 
 /// Delete a bundle's row if nobody holds it and no session uses it (checked in the delete).
-pub async fn delete_unused_bundle(pool: &Pool, sha256: &str) -> StoreResult<bool> {
-    let deleted = in_write_tx!(pool, tx => {
-        let done = sqlx::query(
+async fn delete_unused_bundle(db: &dyn Backend, sha256: &str) -> StoreResult<bool> {
+    let mut tx = db.write_tx().await?;
+    let done = tx
+        .conn()
+        .execute(
             "DELETE FROM bundles WHERE sha256 = $1 \
              AND NOT EXISTS (SELECT 1 FROM bundle_owners o WHERE o.sha256 = $1) \
              AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.bundle_id = $1)",
+            &[Text(sha256)],
         )
-        .bind(sha256)
-        .execute(&mut *tx)
         .await?;
-        done.rows_affected() == 1
-    });
-    Ok(deleted)
+    tx.commit().await?;
+    Ok(done == 1)
 }
 
 /// Delete login links that expired or were used, and browser sessions that expired.
-pub async fn purge_web_logins(pool: &Pool, now: i64) -> StoreResult<(u64, u64)> {
-    let links = "DELETE FROM web_login_links WHERE expires_at <= $1 OR used_at IS NOT NULL";
-    let sessions = "DELETE FROM web_sessions WHERE expires_at <= $1";
-    on_pool!(pool, p => {
-        let links = sqlx::query(links).bind(now).execute(p).await?.rows_affected();
-        let sessions = sqlx::query(sessions).bind(now).execute(p).await?.rows_affected();
-        Ok((links, sessions))
-    })
+async fn purge_web_logins(c: &mut dyn Conn, now: i64) -> StoreResult<(u64, u64)> {
+    let links = c
+        .execute(
+            "DELETE FROM web_login_links WHERE expires_at <= $1 OR used_at IS NOT NULL",
+            &[Int(now)],
+        )
+        .await?;
+    let sessions = c
+        .execute(
+            "DELETE FROM web_sessions WHERE expires_at <= $1",
+            &[Int(now)],
+        )
+        .await?;
+    Ok((links, sessions))
 }
 
 /// Most rows one pass looks at per kind; the next pass takes the rest.
@@ -251,23 +205,23 @@ const BATCH: i64 = 1000;
 /// `grace_ms`) are dropped, then bundles nobody holds or uses are deleted and returned, then
 /// expired logins. Bundles the caller says are busy (`busy(sha)`, an upload in flight) stay.
 pub async fn collect(
-    pool: &Pool,
+    db: &dyn Backend,
     now: i64,
     grace_ms: i64,
     busy: &(dyn for<'s> Fn(&'s str) -> bool + Sync),
 ) -> StoreResult<Collected> {
     let cutoff = now.saturating_sub(grace_ms);
     let mut out = Collected::default();
-    for (sha, user) in stale_holdings(pool, cutoff, BATCH).await? {
-        if drop_holding(pool, &sha, &user, cutoff).await? {
+    for (sha, user) in stale_holdings(&mut *db.pool(), cutoff, BATCH).await? {
+        if drop_holding(db, &sha, &user, cutoff).await? {
             out.holdings += 1;
         }
     }
-    for sha in unused_bundles(pool, BATCH).await? {
+    for sha in unused_bundles(&mut *db.pool(), BATCH).await? {
         if busy(&sha) {
             continue;
         }
-        match delete_unused_bundle(pool, &sha).await {
+        match delete_unused_bundle(db, &sha).await {
             Ok(true) => out.bundles.push(sha),
             Ok(false) => {}
             // Someone took hold of it while we deleted (PostgreSQL checks the reference
@@ -277,6 +231,6 @@ pub async fn collect(
             Err(e) => return Err(e),
         }
     }
-    (out.links, out.web_sessions) = purge_web_logins(pool, now).await?;
+    (out.links, out.web_sessions) = purge_web_logins(&mut *db.pool(), now).await?;
     Ok(out)
 }

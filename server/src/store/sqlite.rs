@@ -3,10 +3,12 @@
 use std::str::FromStr;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Connection as _, Sqlite, SqlitePool};
+use sqlx::{Connection as _, SqlitePool};
 
-use super::sql::{impl_store, plan_cols, session_cols};
+use super::StoreResult;
+use super::backend::{Arg, Backend, Conn, Row, Tx, impl_conn};
 
 /// The SQLite store.
 #[derive(Debug, Clone)]
@@ -35,12 +37,24 @@ impl SqliteStore {
             .await?;
         Ok(SqliteStore { pool })
     }
+}
+
+#[async_trait]
+impl Backend for SqliteStore {
+    fn pool(&self) -> Box<dyn Conn> {
+        Box::new(self.pool.clone())
+    }
 
     /// Writers take the database lock up front so concurrent writers queue on the busy
     /// timeout instead of failing on a lock upgrade.
-    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, Sqlite>, sqlx::Error> {
-        self.pool.begin_with("BEGIN IMMEDIATE").await
+    async fn write_tx(&self) -> StoreResult<Box<dyn Tx>> {
+        Ok(Box::new(self.pool.begin_with("BEGIN IMMEDIATE").await?))
+    }
+
+    async fn migrate(&self) -> StoreResult<()> {
+        Self::MIGRATOR.run(&self.pool).await?;
+        Ok(())
     }
 }
 
-impl_store!(SqliteStore, Sqlite, Sqlite);
+impl_conn!(sqlx::Sqlite);

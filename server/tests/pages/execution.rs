@@ -80,6 +80,7 @@ async fn executing(server: &Server, user: &User, cookie: &str) -> String {
     };
     server
         .state
+        .core
         .store
         .set_execution(&id, &state)
         .await
@@ -94,6 +95,7 @@ async fn executing(server: &Server, user: &User, cookie: &str) -> String {
 async fn finish(server: &Server, id: &str, diff: &[u8], summary: &PatchSummary, text: &str) {
     server
         .state
+        .core
         .store
         .save_patch(id, diff, summary)
         .await
@@ -289,6 +291,7 @@ async fn empty_and_missing_patches_are_reported() {
     };
     server
         .state
+        .core
         .store
         .set_execution(&failed, &state)
         .await

@@ -89,7 +89,7 @@ impl Server {
     }
 
     pub async fn user(&self, name: &str) -> User {
-        let store = self.state.store.as_ref();
+        let store = self.state.core.store.as_ref();
         let token = ultraplan_server::auth::create_user_with_token(store, name)
             .await
             .expect("user");
@@ -127,6 +127,7 @@ impl Server {
         let events = [control, EventBody::user_text(format!("ultraplan {title}"))];
         let (row, _) = self
             .state
+            .core
             .store
             .create_session(&new, &events)
             .await
@@ -138,20 +139,20 @@ impl Server {
     pub async fn agent_says(&self, session_id: &str, events: &[EventBody]) -> Vec<Event> {
         let row = self
             .state
+            .core
             .store
             .session(session_id)
             .await
             .expect("store")
             .expect("session");
-        ultraplan_server::sessions::append(&self.state, &row, events)
-            .await
-            .expect("append")
+        self.state.core.append(&row, events).await.expect("append")
     }
 
     /// Every event of the session.
     pub async fn events(&self, session_id: &str) -> Vec<Event> {
         let (events, more) = self
             .state
+            .core
             .store
             .list_events(session_id, 0, 100)
             .await
@@ -162,6 +163,7 @@ impl Server {
 
     pub async fn status(&self, session_id: &str) -> SessionStatus {
         self.state
+            .core
             .store
             .session(session_id)
             .await

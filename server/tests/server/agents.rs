@@ -155,7 +155,7 @@ pub async fn agent_server_dyn(
         Backend::Sqlite,
         |_| {},
         move |state| {
-            let orchestrator = Orchestrator::new(state.clone(), runner, models, settings);
+            let orchestrator = Orchestrator::new(state.core.clone(), runner, models, settings);
             *keep.lock().expect("lock") = Some(orchestrator.clone());
             state.with_orchestrator(orchestrator)
         },

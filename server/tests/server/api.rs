@@ -152,6 +152,7 @@ async fn bad_create_requests_get_reasons() {
     );
     let failed = server
         .state
+        .core
         .store
         .count_telemetry("create_failed")
         .await
@@ -194,6 +195,7 @@ async fn eligibility_explains_every_reason() {
 
     let user = server
         .state
+        .core
         .store
         .user_by_name("a")
         .await
@@ -206,7 +208,13 @@ async fn eligibility_explains_every_reason() {
         rollout_pct: None,
         updated_at: 0,
     };
-    server.state.store.set_flag(&blocked).await.expect("flag");
+    server
+        .state
+        .core
+        .store
+        .set_flag(&blocked)
+        .await
+        .expect("flag");
     let variant = ultraplan_server::store::FlagRow {
         name: "prompt_variant".into(),
         user_id: None,
@@ -214,7 +222,13 @@ async fn eligibility_explains_every_reason() {
         rollout_pct: None,
         updated_at: 0,
     };
-    server.state.store.set_flag(&variant).await.expect("flag");
+    server
+        .state
+        .core
+        .store
+        .set_flag(&variant)
+        .await
+        .expect("flag");
     let (_, body) = server.get("/v1/eligibility", &token).await;
     assert_eq!(body["reasons"][0]["code"], "policy_blocked");
     assert_eq!(body["flags"]["prompt_variant"], "visual_plan");
@@ -247,6 +261,7 @@ async fn metrics_count_launches() {
     assert_eq!(
         server
             .state
+            .core
             .store
             .count_telemetry("launched")
             .await

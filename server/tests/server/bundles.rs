@@ -26,7 +26,7 @@ async fn upload_dedupe_and_ownership() {
     );
     let (status, _) = server.put_bundle(&a, &sha, bytes).await;
     assert_eq!(status, 200, "re-upload is idempotent");
-    let dir = server.state.config.bundles_dir().join(&sha);
+    let dir = server.state.core.config.bundles_dir().join(&sha);
     assert_eq!(
         std::fs::read(dir.join("dir/b.txt")).expect("unpacked"),
         b"world\n"
@@ -62,7 +62,7 @@ async fn hostile_uploads_leave_nothing_behind() {
         (status, body["error"]["code"].as_str()),
         (413, Some("too_large"))
     );
-    let root = server.state.config.bundles_dir();
+    let root = server.state.core.config.bundles_dir();
     let left: Vec<String> = entries(&root)
         .into_iter()
         .filter(|e| e != ".staging")

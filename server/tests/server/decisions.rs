@@ -127,6 +127,7 @@ both!(reject_revise_approve_edited, |backend| async move {
     assert_eq!(
         server
             .state
+            .core
             .store
             .count_telemetry("approved")
             .await

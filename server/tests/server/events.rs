@@ -20,7 +20,7 @@ both!(long_poll_wakes_on_append, |backend| async move {
     let waiting = tokio::spawn(request);
     // The request is parked server-side until the agent appends; a missed wake-up would hold
     // it for the full 25 s, past the 10 s bound below.
-    while server.state.hub.is_empty() {
+    while server.state.core.hub.is_empty() {
         tokio::task::yield_now().await;
     }
     server

@@ -216,7 +216,13 @@ async fn approval_executes_the_plan_and_serves_its_patch() {
 
     let (_, session) = server.get(&format!("/v1/sessions/{id}"), &token).await;
     assert_eq!(session["execution"]["state"], "finished", "{session}");
-    let workspace = server.state.config.data_dir.join("workspaces").join(&id);
+    let workspace = server
+        .state
+        .core
+        .config
+        .data_dir
+        .join("workspaces")
+        .join(&id);
     assert!(
         !workspace.exists(),
         "the copy is dropped once its patch is stored"
@@ -307,12 +313,19 @@ async fn abandoned_execution(server: &TestServer, token: &str) -> String {
     let session = server.session(token, "left behind").await;
     let id = session["id"].as_str().expect("id").to_owned();
     let state = &server.state;
-    let row = state.store.session(&id).await.expect("store").expect("row");
+    let row = state
+        .core
+        .store
+        .session(&id)
+        .await
+        .expect("store")
+        .expect("row");
     let bundle = state
+        .core
         .config
         .bundles_dir()
         .join(row.bundle_id.as_deref().expect("bundle"));
-    let workspace = ultraplan_server::execution::workspace_of(state, &id);
+    let workspace = ultraplan_server::execution::workspace_of(&state.core, &id);
     workspace.prepare(&bundle, None).await.expect("prepare");
     std::fs::write(workspace.tree.join("WORK.md"), "done before the crash\n").expect("write");
     let executing = Execution {
@@ -320,11 +333,17 @@ async fn abandoned_execution(server: &TestServer, token: &str) -> String {
         patch: None,
     };
     state
+        .core
         .store
         .set_execution(&id, &executing)
         .await
         .expect("mark");
-    state.store.archive_session(&id).await.expect("archive");
+    state
+        .core
+        .store
+        .archive_session(&id)
+        .await
+        .expect("archive");
     id
 }
 
@@ -334,10 +353,13 @@ async fn executions_left_behind_are_finished_and_reported_once() {
     let token = server.user("a").await;
     let id = abandoned_execution(&server, &token).await;
     let state = &server.state;
-    let finished =
-        ultraplan_server::execution::finish_abandoned(state, |_| false, "the server restarted")
-            .await
-            .expect("sweep");
+    let finished = ultraplan_server::execution::finish_abandoned(
+        &state.core,
+        |_| false,
+        "the server restarted",
+    )
+    .await
+    .expect("sweep");
     assert_eq!(finished, 1);
     let (code, raw) = server
         .get_raw(&format!("/v1/sessions/{id}/patch"), &token)
@@ -353,13 +375,19 @@ async fn executions_left_behind_are_finished_and_reported_once() {
     let events = patch_result(&server, &token, &id).await;
     assert_eq!(results(&events), 1);
     // Nothing is left to sweep, and a stored, reported patch is not reported again.
-    let again = ultraplan_server::execution::finish_abandoned(state, |_| false, "again")
+    let again = ultraplan_server::execution::finish_abandoned(&state.core, |_| false, "again")
         .await
         .expect("sweep");
     assert_eq!(again, 0);
-    let row = state.store.session(&id).await.expect("store").expect("row");
+    let row = state
+        .core
+        .store
+        .session(&id)
+        .await
+        .expect("store")
+        .expect("row");
     assert!(
-        ultraplan_server::execution::settle_finished(state, &row)
+        ultraplan_server::execution::settle_finished(&state.core, &row)
             .await
             .expect("settle")
     );
@@ -393,13 +421,20 @@ async fn a_patch_stored_but_not_reported_is_reported_after_a_restart() {
     };
     let state = &server.state;
     state
+        .core
         .store
         .save_patch(&id, b"diff --git", &summary)
         .await
         .expect("save");
-    let row = state.store.session(&id).await.expect("store").expect("row");
+    let row = state
+        .core
+        .store
+        .session(&id)
+        .await
+        .expect("store")
+        .expect("row");
     assert!(
-        ultraplan_server::execution::settle_finished(state, &row)
+        ultraplan_server::execution::settle_finished(&state.core, &row)
             .await
             .expect("settle")
     );
@@ -427,12 +462,18 @@ async fn escaping_symlinks_never_reach_the_stored_patch() {
     let session = server.session(&token, "link things").await;
     let id = session["id"].as_str().expect("id").to_owned();
     let state = &server.state;
-    let row = state.store.session(&id).await.expect("store").expect("row");
+    let row = state
+        .core
+        .store
+        .session(&id)
+        .await
+        .expect("store")
+        .expect("row");
     let bundle = ultraplan_server::bundles::bundle_dir(
-        &state.config.bundles_dir(),
+        &state.core.config.bundles_dir(),
         row.bundle_id.as_deref().expect("bundle"),
     );
-    let workspace = ultraplan_server::execution::workspace_of(state, &id);
+    let workspace = ultraplan_server::execution::workspace_of(&state.core, &id);
     workspace.prepare(&bundle, None).await.expect("prepare");
     let tree = &workspace.tree;
     for (target, path) in [
@@ -451,11 +492,21 @@ async fn escaping_symlinks_never_reach_the_stored_patch() {
         "pub fn login() -> bool { true }\n",
     )
     .expect("edit");
-    ultraplan_server::execution::finish(state, &row, ultraplan_server::execution::Ending::Finished)
-        .await
-        .expect("finish");
+    ultraplan_server::execution::finish(
+        &state.core,
+        &row,
+        ultraplan_server::execution::Ending::Finished,
+    )
+    .await
+    .expect("finish");
 
-    let stored = state.store.patch(&id).await.expect("store").expect("patch");
+    let stored = state
+        .core
+        .store
+        .patch(&id)
+        .await
+        .expect("store")
+        .expect("patch");
     let diff = String::from_utf8_lossy(&stored.diff);
     for refused in ["leak", "/etc/shadow", "docs/assets", "../.git", "outside"] {
         assert!(

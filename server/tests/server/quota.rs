@@ -61,7 +61,7 @@ both!(
             TestServer::start_with(backend, |c| c.retention.bundle_quota_bytes = quota).await;
         let a = server.user("a").await;
         let b = server.user("b").await;
-        let root = server.state.config.bundles_dir();
+        let root = server.state.core.config.bundles_dir();
 
         let (first, first_sha) = sized("first.txt", 20_000);
         let (status, body) = server.put_bundle(&a, &first_sha, first.clone()).await;
@@ -110,7 +110,7 @@ both!(
     |backend: Backend| async move {
         let server = TestServer::start(backend).await;
         let a = server.user("a").await;
-        let root = server.state.config.bundles_dir();
+        let root = server.state.core.config.bundles_dir();
         let (unused, unused_sha) = sized("unused.txt", 1000);
         let (status, body) = server.put_bundle(&a, &unused_sha, unused).await;
         assert_eq!(status, 200, "{body}");
@@ -129,15 +129,15 @@ both!(
         std::fs::write(root.join(format!("{orphan}.tar.gz")), b"x").expect("orphan archive");
 
         // Within the grace period nothing goes.
-        let swept = ultraplan_server::retention::sweep(&server.state, now_ms())
+        let swept = ultraplan_server::retention::sweep(&server.state.core, now_ms())
             .await
             .expect("sweep");
         assert_eq!(swept, ultraplan_server::retention::Swept::default());
         assert_eq!(head(&server, &a, &unused_sha).await, 200);
 
-        let grace = server.state.config.retention.bundle_grace;
+        let grace = server.state.core.config.retention.bundle_grace;
         let later = now_ms() + i64::try_from(grace.as_millis()).expect("ms") + 60_000;
-        let swept = ultraplan_server::retention::sweep(&server.state, later)
+        let swept = ultraplan_server::retention::sweep(&server.state.core, later)
             .await
             .expect("sweep");
         assert_eq!(

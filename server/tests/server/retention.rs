@@ -5,11 +5,35 @@ use std::sync::Arc;
 
 use ultraplan_protocol::events::EventBody;
 use ultraplan_protocol::session::{SessionContext, SessionStatus};
-use ultraplan_server::store::{Admission, BundleRow, NewSession, Pool, Store, StoreError, now_ms};
+use ultraplan_server::store::{Admission, BundleRow, NewSession, Store, StoreError, now_ms};
 
-use crate::support::on_both_backends;
+/// Like `on_both_backends!`, but each test also gets its database's URL, to age rows and plant
+/// logins straight in the database (the store has no way to, by design).
+macro_rules! with_url {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let (store, db) = crate::support::store(crate::support::Backend::Sqlite).await;
+                    super::$name(store, &db.url).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let (store, db) =
+                        crate::support::store(crate::support::Backend::Postgres).await;
+                    super::$name(store, &db.url).await;
+                }
+            )*
+        }
+    };
+}
 
-on_both_backends!(
+with_url!(
     unused_old_bundles_go_and_used_or_fresh_ones_stay,
     sessions_and_collection_never_cross,
     quota_counts_what_a_user_holds,
@@ -23,10 +47,11 @@ enum Arg<'a> {
     S(&'a str),
 }
 
-/// Run one statement straight on the store's database (to age rows or plant logins).
-async fn sql(store: &Arc<dyn Store>, query: &'static str, args: &[Arg<'_>]) {
+/// Run one statement straight on the database at `url` (to age rows or plant logins).
+async fn sql(url: &str, query: &'static str, args: &[Arg<'_>]) {
     macro_rules! run {
         ($pool:expr) => {{
+            let pool = $pool.await.expect("connect");
             let mut q = sqlx::query(query);
             for arg in args {
                 q = match arg {
@@ -34,13 +59,28 @@ async fn sql(store: &Arc<dyn Store>, query: &'static str, args: &[Arg<'_>]) {
                     Arg::S(s) => q.bind(*s),
                 };
             }
-            q.execute(&$pool).await.expect(query);
+            q.execute(&pool).await.expect(query);
+            pool.close().await;
         }};
     }
-    match store.pool() {
-        Pool::Sqlite(pool) => run!(pool),
-        Pool::Postgres(pool) => run!(pool),
+    if url.starts_with("sqlite:") {
+        run!(sqlx::SqlitePool::connect(url))
+    } else {
+        run!(sqlx::PgPool::connect(url))
     }
+}
+
+/// The ids left in a table with an `id` column.
+async fn ids(url: &str, query: &'static str) -> Vec<String> {
+    let rows: Vec<(String,)> = if url.starts_with("sqlite:") {
+        let pool = sqlx::SqlitePool::connect(url).await.expect("connect");
+        sqlx::query_as(query).fetch_all(&pool).await
+    } else {
+        let pool = sqlx::PgPool::connect(url).await.expect("connect");
+        sqlx::query_as(query).fetch_all(&pool).await
+    }
+    .expect("select");
+    rows.into_iter().map(|(id,)| id).collect()
 }
 
 fn bundle(c: char) -> BundleRow {
@@ -53,9 +93,9 @@ fn bundle(c: char) -> BundleRow {
     }
 }
 
-async fn age(store: &Arc<dyn Store>, sha: &str, user: &str) {
+async fn age(url: &str, sha: &str, user: &str) {
     sql(
-        store,
+        url,
         "UPDATE bundle_owners SET created_at = $1 WHERE sha256 = $2 AND user_id = $3",
         &[Arg::I(1_000), Arg::S(sha), Arg::S(user)],
     )
@@ -81,7 +121,7 @@ async fn session_with(
         .map(|(row, _)| row)
 }
 
-async fn unused_old_bundles_go_and_used_or_fresh_ones_stay(store: Arc<dyn Store>) {
+async fn unused_old_bundles_go_and_used_or_fresh_ones_stay(store: Arc<dyn Store>, url: &str) {
     let a = store.create_user("a").await.expect("a").id;
     let b = store.create_user("b").await.expect("b").id;
     let (old, used, fresh, shared, archived) = (
@@ -101,7 +141,7 @@ async fn unused_old_bundles_go_and_used_or_fresh_ones_stay(store: Arc<dyn Store>
     let gone = session_with(&store, &a, &archived.sha256).await.expect("s");
     assert!(store.archive_session(&gone.id).await.expect("archive"));
     for row in [&old, &used, &shared, &archived] {
-        age(&store, &row.sha256, &a).await;
+        age(url, &row.sha256, &a).await;
     }
     let now = now_ms();
     let never = |_: &str| false;
@@ -128,7 +168,7 @@ async fn unused_old_bundles_go_and_used_or_fresh_ones_stay(store: Arc<dyn Store>
     // A bundle an upload is busy with stays until it is not.
     let busy = bundle('6');
     store.put_bundle(&a, &busy).await.expect("put");
-    age(&store, &busy.sha256, &a).await;
+    age(url, &busy.sha256, &a).await;
     let is_busy = |sha: &str| sha == busy.sha256;
     let collected = store
         .collect_garbage(now, 24 * HOUR_MS, &is_busy)
@@ -148,7 +188,7 @@ async fn unused_old_bundles_go_and_used_or_fresh_ones_stay(store: Arc<dyn Store>
     ));
 }
 
-async fn sessions_and_collection_never_cross(store: Arc<dyn Store>) {
+async fn sessions_and_collection_never_cross(store: Arc<dyn Store>, url: &str) {
     let a = store.create_user("a").await.expect("a").id;
     for round in 0..12_u32 {
         let row = BundleRow {
@@ -156,7 +196,7 @@ async fn sessions_and_collection_never_cross(store: Arc<dyn Store>) {
             ..bundle('0')
         };
         store.put_bundle(&a, &row).await.expect("put");
-        age(&store, &row.sha256, &a).await;
+        age(url, &row.sha256, &a).await;
         let never = |_: &str| false;
         let (created, collected) = tokio::join!(
             session_with(&store, &a, &row.sha256),
@@ -179,7 +219,7 @@ async fn sessions_and_collection_never_cross(store: Arc<dyn Store>) {
     }
 }
 
-async fn quota_counts_what_a_user_holds(store: Arc<dyn Store>) {
+async fn quota_counts_what_a_user_holds(store: Arc<dyn Store>, _url: &str) {
     let a = store.create_user("a").await.expect("a").id;
     let b = store.create_user("b").await.expect("b").id;
     assert_eq!(store.bundle_bytes_used(&a).await.expect("used"), 0);
@@ -225,7 +265,7 @@ async fn quota_counts_what_a_user_holds(store: Arc<dyn Store>) {
     assert_eq!(store.bundle_bytes_used(&b).await.expect("used"), 0);
 }
 
-async fn spent_logins_are_deleted_and_live_ones_stay(store: Arc<dyn Store>) {
+async fn spent_logins_are_deleted_and_live_ones_stay(store: Arc<dyn Store>, url: &str) {
     let a = store.create_user("a").await.expect("a").id;
     let now = now_ms();
     let links = [
@@ -235,7 +275,7 @@ async fn spent_logins_are_deleted_and_live_ones_stay(store: Arc<dyn Store>) {
     ];
     for (id, expires, used) in links {
         sql(
-            &store,
+            url,
             "INSERT INTO web_login_links (id, user_id, hash, next_path, created_at, expires_at) \
              VALUES ($1, $2, 'h', '/', $3, $4)",
             &[
@@ -248,7 +288,7 @@ async fn spent_logins_are_deleted_and_live_ones_stay(store: Arc<dyn Store>) {
         .await;
         if let Some(at) = used {
             sql(
-                &store,
+                url,
                 "UPDATE web_login_links SET used_at = $1 WHERE id = $2",
                 &[Arg::I(at), Arg::S(id)],
             )
@@ -257,7 +297,7 @@ async fn spent_logins_are_deleted_and_live_ones_stay(store: Arc<dyn Store>) {
     }
     for (id, expires) in [("old", now - 1), ("live", now + HOUR_MS)] {
         sql(
-            &store,
+            url,
             "INSERT INTO web_sessions (id, user_id, hash, csrf, created_at, expires_at) \
              VALUES ($1, $2, 'h', 'c', $3, $4)",
             &[
@@ -275,21 +315,12 @@ async fn spent_logins_are_deleted_and_live_ones_stay(store: Arc<dyn Store>) {
         .await
         .expect("collect");
     assert_eq!((collected.links, collected.web_sessions), (2, 1));
-    let remaining = |table: &'static str| {
-        let store = store.clone();
-        async move {
-            let query = match table {
-                "links" => "SELECT id FROM web_login_links ORDER BY id",
-                _ => "SELECT id FROM web_sessions ORDER BY id",
-            };
-            let rows: Vec<(String,)> = match store.pool() {
-                Pool::Sqlite(p) => sqlx::query_as(query).fetch_all(&p).await,
-                Pool::Postgres(p) => sqlx::query_as(query).fetch_all(&p).await,
-            }
-            .expect("select");
-            rows.into_iter().map(|(id,)| id).collect::<Vec<_>>()
-        }
-    };
-    assert_eq!(remaining("links").await, ["valid"]);
-    assert_eq!(remaining("sessions").await, ["live"]);
+    assert_eq!(
+        ids(url, "SELECT id FROM web_login_links ORDER BY id").await,
+        ["valid"]
+    );
+    assert_eq!(
+        ids(url, "SELECT id FROM web_sessions ORDER BY id").await,
+        ["live"]
+    );
 }

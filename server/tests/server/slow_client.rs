@@ -54,7 +54,7 @@ impl IsolatedServer {
                 let state = AppState::new(config, store);
                 let mut tokens = Vec::new();
                 for user in &users {
-                    let store = state.store.as_ref();
+                    let store = state.core.store.as_ref();
                     let token = ultraplan_server::auth::create_user_with_token(store, user)
                         .await
                         .expect("user");

@@ -38,7 +38,7 @@ async fn put(server: &IsolatedServer, token: &str, sha: &str, bytes: Vec<u8>) ->
 }
 
 fn staging_is_empty(server: &IsolatedServer) -> bool {
-    let staging = server.state.config.bundles_dir().join(".staging");
+    let staging = server.state.core.config.bundles_dir().join(".staging");
     std::fs::read_dir(staging).map_or(true, |mut d| d.next().is_none())
 }
 
@@ -207,7 +207,7 @@ async fn the_global_bound_answers_503_and_slow_uploads_are_cut_off_with_408() {
     until("the slots to be free", || gate.running() == 0).await;
     assert!(staging_is_empty(&server), "an upload left staging files");
     assert!(!ultraplan_server::bundles::bundle_exists(
-        &server.state.config.bundles_dir(),
+        &server.state.core.config.bundles_dir(),
         &sha
     ));
     let (status, body) = put(&server, &server.tokens[2], &c_sha, bytes).await;

@@ -4,12 +4,14 @@ use std::sync::Arc;
 
 use serde_json::json;
 use ultraplan_protocol::api::{Decision, PlanStatus};
+use ultraplan_protocol::events::Event;
 use ultraplan_protocol::events::{AssistantEvent, EventBody};
 use ultraplan_protocol::model::Usage;
 use ultraplan_protocol::session::{SessionContext, SessionStatus};
+use ultraplan_server::plans::{append_effects, decision_result};
 use ultraplan_server::store::{
-    AgentState, BundleRow, DecideOutcome, FlagRow, ModelCall, NewSession, SessionRow, Store,
-    StoreError,
+    AgentState, AppendEffects, BundleRow, DecideOutcome, FlagRow, ModelCall, NewPlan, NewSession,
+    SessionRow, Store, StoreError,
 };
 
 use crate::support::{exit_plan_mode, on_both_backends};
@@ -21,6 +23,7 @@ on_both_backends!(
     event_ids_increase_and_page,
     concurrent_appends_never_collide,
     exit_plan_mode_creates_plan_revisions,
+    the_store_applies_the_effects_it_is_given,
     decisions_are_atomic_and_idempotent,
     concurrent_decisions_have_one_winner,
     archive_is_once,
@@ -31,6 +34,32 @@ on_both_backends!(
     model_calls_add_up_usage,
     patches_are_stored_byte_for_byte,
 );
+
+/// Append with the session rules applied, as the server does.
+async fn append(
+    store: &Arc<dyn Store>,
+    session_id: &str,
+    events: &[EventBody],
+) -> Result<Vec<Event>, StoreError> {
+    store
+        .append_events(session_id, events, &append_effects(events))
+        .await
+}
+
+/// Decide with the tool_result built from the proposed plan, as the server does.
+async fn decide(
+    store: &Arc<dyn Store>,
+    session_id: &str,
+    tool_use_id: &str,
+    decision: &Decision,
+) -> Result<DecideOutcome, StoreError> {
+    let proposed = store.plan(session_id, tool_use_id).await?;
+    let proposed = proposed.map(|p| p.plan).unwrap_or_default();
+    let result = decision_result(tool_use_id, decision, &proposed);
+    store
+        .decide_plan(session_id, tool_use_id, decision, &result)
+        .await
+}
 
 async fn new_session(store: &Arc<dyn Store>, user_id: &str) -> SessionRow {
     let new = NewSession {
@@ -148,7 +177,7 @@ async fn event_ids_increase_and_page(store: Arc<dyn Store>) {
     let batch: Vec<EventBody> = (0..9)
         .map(|i| EventBody::user_text(format!("m{i}")))
         .collect();
-    let stored = store.append_events(&s.id, &batch).await.expect("append");
+    let stored = append(&store, &s.id, &batch).await.expect("append");
     let ids: Vec<i64> = stored.iter().map(|e| e.id).collect();
     assert_eq!(ids, (2..=10).collect::<Vec<_>>());
     let (page, more) = store.list_events(&s.id, 0, 4).await.expect("page");
@@ -165,7 +194,7 @@ async fn event_ids_increase_and_page(store: Arc<dyn Store>) {
     let (page, _) = store.list_events(&s.id, 10, 4).await.expect("page");
     assert!(page.is_empty());
     assert!(matches!(
-        store.append_events("missing", &batch).await,
+        append(&store, "missing", &batch).await,
         Err(StoreError::NotFound("session"))
     ));
 }
@@ -183,7 +212,7 @@ async fn concurrent_appends_never_collide(store: Arc<dyn Store>) {
                     EventBody::user_text(format!("w{writer}-{i}-a")),
                     EventBody::user_text(format!("w{writer}-{i}-b")),
                 ];
-                let stored = store.append_events(&id, &events).await.expect("append");
+                let stored = append(&store, &id, &events).await.expect("append");
                 assert_eq!(stored[1].id, stored[0].id + 1, "a batch is contiguous");
             }
         }));
@@ -215,13 +244,9 @@ async fn exit_plan_mode_creates_plan_revisions(store: Arc<dyn Store>) {
     {
         *parent_tool_use_id = Some("task-1".to_owned());
     }
-    store
-        .append_events(&s.id, &[subagent])
-        .await
-        .expect("append");
+    append(&store, &s.id, &[subagent]).await.expect("append");
     assert!(store.list_plans(&s.id).await.expect("plans").is_empty());
-    let stored = store
-        .append_events(&s.id, &[exit_plan_mode("p1", "# Plan one")])
+    let stored = append(&store, &s.id, &[exit_plan_mode("p1", "# Plan one")])
         .await
         .expect("append");
     let plans = store.list_plans(&s.id).await.expect("plans");
@@ -239,8 +264,7 @@ async fn exit_plan_mode_creates_plan_revisions(store: Arc<dyn Store>) {
     assert!(row.has_pending_plan);
     assert_eq!(row.plan_revisions, 1);
     // The same call delivered twice is still one plan.
-    store
-        .append_events(&s.id, &[exit_plan_mode("p1", "# Plan one")])
+    append(&store, &s.id, &[exit_plan_mode("p1", "# Plan one")])
         .await
         .expect("append");
     assert_eq!(store.list_plans(&s.id).await.expect("plans").len(), 1);
@@ -249,17 +273,14 @@ async fn exit_plan_mode_creates_plan_revisions(store: Arc<dyn Store>) {
 async fn decisions_are_atomic_and_idempotent(store: Arc<dyn Store>) {
     let a = store.create_user("a").await.expect("a");
     let s = new_session(&store, &a.id).await;
-    store
-        .append_events(&s.id, &[exit_plan_mode("p1", "# Plan")])
+    append(&store, &s.id, &[exit_plan_mode("p1", "# Plan")])
         .await
         .expect("append");
     let reject = Decision::Reject {
         feedback: "add tests".into(),
     };
-    let DecideOutcome::Decided { plan, event } = store
-        .decide_plan(&s.id, "p1", &reject)
-        .await
-        .expect("decide")
+    let DecideOutcome::Decided { plan, event } =
+        decide(&store, &s.id, "p1", &reject).await.expect("decide")
     else {
         panic!("first decision must decide");
     };
@@ -273,37 +294,29 @@ async fn decisions_are_atomic_and_idempotent(store: Arc<dyn Store>) {
     assert_eq!(row.status, SessionStatus::Idle);
     assert!(!row.has_pending_plan);
     assert!(matches!(
-        store
-            .decide_plan(&s.id, "p1", &reject)
-            .await
-            .expect("again"),
+        decide(&store, &s.id, "p1", &reject).await.expect("again"),
         DecideOutcome::AlreadyStands(_)
     ));
     assert!(matches!(
-        store
-            .decide_plan(&s.id, "p1", &Decision::Approve { plan: None })
+        decide(&store, &s.id, "p1", &Decision::Approve { plan: None })
             .await
             .expect("other"),
         DecideOutcome::Conflict(_)
     ));
     assert!(matches!(
-        store
-            .decide_plan(&s.id, "nope", &reject)
+        decide(&store, &s.id, "nope", &reject)
             .await
             .expect("unknown"),
         DecideOutcome::UnknownPlan
     ));
-    store
-        .append_events(&s.id, &[exit_plan_mode("p2", "# Plan v2")])
+    append(&store, &s.id, &[exit_plan_mode("p2", "# Plan v2")])
         .await
         .expect("append");
     let edited = Decision::Approve {
         plan: Some("# Plan v2, edited".into()),
     };
-    let DecideOutcome::Decided { plan, event } = store
-        .decide_plan(&s.id, "p2", &edited)
-        .await
-        .expect("decide")
+    let DecideOutcome::Decided { plan, event } =
+        decide(&store, &s.id, "p2", &edited).await.expect("decide")
     else {
         panic!("decides");
     };
@@ -325,8 +338,7 @@ async fn decisions_are_atomic_and_idempotent(store: Arc<dyn Store>) {
 async fn concurrent_decisions_have_one_winner(store: Arc<dyn Store>) {
     let a = store.create_user("a").await.expect("a");
     let s = new_session(&store, &a.id).await;
-    store
-        .append_events(&s.id, &[exit_plan_mode("p1", "# Plan")])
+    append(&store, &s.id, &[exit_plan_mode("p1", "# Plan")])
         .await
         .expect("append");
     let decisions = [
@@ -342,10 +354,7 @@ async fn concurrent_decisions_have_one_winner(store: Arc<dyn Store>) {
         let id = s.id.clone();
         let decision = decisions[i % 3].clone();
         tasks.push(tokio::spawn(async move {
-            store
-                .decide_plan(&id, "p1", &decision)
-                .await
-                .expect("decide")
+            decide(&store, &id, "p1", &decision).await.expect("decide")
         }));
     }
     let mut decided = 0;
@@ -558,4 +567,56 @@ async fn patches_are_stored_byte_for_byte(store: Arc<dyn Store>) {
             patch: Some(summary),
         })
     );
+}
+
+async fn the_store_applies_the_effects_it_is_given(store: Arc<dyn Store>) {
+    let a = store.create_user("a").await.expect("user");
+    let s = new_session(&store, &a.id).await;
+    let batch = [EventBody::user_text("one"), EventBody::user_text("two")];
+    // A plan naming an event outside the batch: refused, and nothing is written.
+    let stray = AppendEffects {
+        plans: vec![NewPlan {
+            event: 2,
+            tool_use_id: "p0".to_owned(),
+            plan: "# Stray".to_owned(),
+        }],
+        requires_action: true,
+    };
+    assert!(matches!(
+        store.append_events(&s.id, &batch, &stray).await,
+        Err(StoreError::Corrupt(_))
+    ));
+    let row = store.session(&s.id).await.expect("read").expect("row");
+    assert_eq!((row.last_event_id, row.status), (1, SessionStatus::Idle));
+    // Whatever the events say, the store writes the effects it is handed, in one go.
+    let effects = AppendEffects {
+        plans: vec![NewPlan {
+            event: 1,
+            tool_use_id: "p1".to_owned(),
+            plan: "# Given".to_owned(),
+        }],
+        requires_action: true,
+    };
+    let stored = store
+        .append_events(&s.id, &batch, &effects)
+        .await
+        .expect("append");
+    let plan = store.plan(&s.id, "p1").await.expect("plan").expect("row");
+    assert_eq!(
+        (plan.event_id, plan.plan.as_str(), plan.revision),
+        (stored[1].id, "# Given", 1)
+    );
+    let row = store.session(&s.id).await.expect("read").expect("row");
+    assert_eq!(row.status, SessionStatus::RequiresAction);
+    assert!(row.has_pending_plan);
+    // No effects: the events alone, even an ExitPlanMode call.
+    store
+        .append_events(
+            &s.id,
+            &[exit_plan_mode("p2", "# Ignored")],
+            &AppendEffects::default(),
+        )
+        .await
+        .expect("append");
+    assert!(store.plan(&s.id, "p2").await.expect("plan").is_none());
 }

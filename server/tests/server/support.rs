@@ -119,7 +119,7 @@ impl TestServer {
 
     /// Create a user; returns its API token.
     pub async fn user(&self, name: &str) -> String {
-        ultraplan_server::auth::create_user_with_token(self.state.store.as_ref(), name)
+        ultraplan_server::auth::create_user_with_token(self.state.core.store.as_ref(), name)
             .await
             .expect("user")
     }
@@ -218,12 +218,15 @@ impl TestServer {
     pub async fn agent_says(&self, session_id: &str, events: &[EventBody]) -> Vec<i64> {
         let row = self
             .state
+            .core
             .store
             .session(session_id)
             .await
             .expect("store")
             .expect("session");
-        ultraplan_server::sessions::append(&self.state, &row, events)
+        self.state
+            .core
+            .append(&row, events)
             .await
             .expect("append")
             .iter()

@@ -12,7 +12,7 @@ use ultraplan_protocol::api::BundleUploaded;
 use crate::auth::AuthUser;
 use crate::bundles::{self, BundleStats};
 use crate::http::error::{ApiError, ApiResult};
-use crate::state::AppState;
+use crate::http::state::AppState;
 use crate::store::{BundleRow, now_ms};
 
 fn check_sha(sha: &str) -> ApiResult<()> {
@@ -37,8 +37,13 @@ pub async fn head(
     Path(sha): Path<String>,
 ) -> ApiResult<StatusCode> {
     check_sha(&sha)?;
-    let held = state.store.owned_bundle(&user.id, &sha).await?.is_some()
-        && bundles::bundle_exists(&state.config.bundles_dir(), &sha);
+    let held = state
+        .core
+        .store
+        .owned_bundle(&user.id, &sha)
+        .await?
+        .is_some()
+        && bundles::bundle_exists(&state.core.config.bundles_dir(), &sha);
     Ok(if held {
         StatusCode::OK
     } else {
@@ -72,10 +77,14 @@ pub async fn put(
     body: Body,
 ) -> ApiResult<Json<BundleUploaded>> {
     check_sha(&sha)?;
-    check_headers(&headers, state.config.bundle_limits.max_archive_bytes)?;
+    check_headers(&headers, state.core.config.bundle_limits.max_archive_bytes)?;
     // The user's storage quota, checked before the body is read and again once it is
     // unpacked; retention leaves this bundle's files alone meanwhile.
-    let quota = crate::retention::Quota::check(&state, &user.id, &sha, &headers).await?;
+    let declared = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let quota = crate::retention::Quota::check(&state.core, &user.id, &sha, declared).await?;
     // Held until the bundle is stored or refused; taken before the body is read or a
     // blocking thread is used.
     let _slot = state.rate_limiters.uploads.acquire(&user.id).await?;
@@ -87,7 +96,7 @@ pub async fn put(
         unpacked_bytes: i64::try_from(stats.unpacked_bytes).unwrap_or(i64::MAX),
         created_at: now_ms(),
     };
-    quota.record(&state, &user.id, &row).await?;
+    quota.record(&state.core, &user.id, &row).await?;
     tracing::info!(sha256 = %sha, files = stats.files, bytes = stats.archive_bytes, "bundle stored");
     Ok(Json(BundleUploaded {
         bundle_id: stats.sha256,
@@ -124,8 +133,8 @@ fn check_headers(headers: &HeaderMap, max: u64) -> ApiResult<()> {
 async fn ingest(state: &AppState, sha: &str, body: Body) -> ApiResult<BundleStats> {
     let stream = body.into_data_stream().map_err(std::io::Error::other);
     let reader = SyncIoBridge::new(StreamReader::new(stream));
-    let root = state.config.bundles_dir();
-    let limits = state.config.bundle_limits.clone();
+    let root = state.core.config.bundles_dir();
+    let limits = state.core.config.bundle_limits.clone();
     let sha = sha.to_owned();
     tokio::task::spawn_blocking(move || bundles::ingest_bundle(reader, &sha, &root, &limits))
         .await

@@ -15,8 +15,8 @@ use super::extract::{ApiJson, ApiQuery};
 use super::sessions::owned_session;
 use crate::auth::AuthUser;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::sessions;
-use crate::state::AppState;
 
 /// Query of `GET /v1/sessions/{id}/events`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -43,10 +43,11 @@ async fn page(
 ) -> ApiResult<EventsPage> {
     let session = if with_session {
         state
+            .core
             .store
             .session(id)
             .await?
-            .map(|row| Box::new(sessions::resource(state, &row)))
+            .map(|row| Box::new(sessions::resource(&state.core, &state.agents, &row)))
     } else {
         None
     };
@@ -84,11 +85,11 @@ pub async fn list(
             ));
         }
     };
-    state.hub.record_poll(&id);
-    let mut wake = state.hub.subscribe(&id);
+    state.core.hub.record_poll(&id);
+    let mut wake = state.core.hub.subscribe(&id);
     let deadline = Instant::now() + wait;
     loop {
-        let (events, has_more) = state.store.list_events(&id, after_id, limit).await?;
+        let (events, has_more) = state.core.store.list_events(&id, after_id, limit).await?;
         let give_up =
             wait.is_zero() || row.status == SessionStatus::Archived || Instant::now() >= deadline;
         if !events.is_empty() || give_up {
@@ -122,26 +123,6 @@ pub async fn post(
     ApiJson(req): ApiJson<PostEventsRequest>,
 ) -> ApiResult<Json<PostEventsResponse>> {
     let row = owned_session(&state, &user, &id).await?;
-    if row.status == SessionStatus::Archived {
-        return Err(ApiError::conflict(
-            "session_archived",
-            "the session is archived",
-        ));
-    }
-    sessions::validate_client_events(&req.events)?;
-    for event in &req.events {
-        for (tool_use_id, _, _) in event.tool_results() {
-            if state.store.plan(&id, tool_use_id).await?.is_some() {
-                return Err(ApiError::bad_request(
-                    "use_decision_endpoint",
-                    format!(
-                        "{tool_use_id} is a plan: decide it with POST /v1/sessions/{id}/plans/{tool_use_id}/decision"
-                    ),
-                ));
-            }
-        }
-    }
-    let data = sessions::append(&state, &row, &req.events).await?;
-    sessions::deliver(&state, &id, &data);
+    let data = sessions::post_events(&state.core, &state.agents, &row, &req.events).await?;
     Ok(Json(PostEventsResponse { data }))
 }

@@ -6,10 +6,9 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use ultraplan_protocol::api::{Eligibility, Health, Reason, ReasonCode};
 
-use super::sessions::user_flags;
-use crate::auth::MaybeUser;
+use crate::http::auth::MaybeUser;
 use crate::http::error::ApiResult;
-use crate::state::AppState;
+use crate::http::state::AppState;
 
 /// `/healthz`: liveness, plus the sandbox limits in force once a runner is chosen.
 #[derive(Debug, serde::Serialize)]
@@ -40,8 +39,8 @@ pub async fn healthz() -> Json<HealthReport> {
     responses((status = 200, description = "Prometheus text", content_type = "text/plain")))]
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     #[allow(clippy::cast_precision_loss)]
-    let waiting = state.hub.len() as f64;
-    let body = state.counters.render(&[(
+    let waiting = state.core.hub.len() as f64;
+    let body = state.core.counters.render(&[(
         "event_waiters",
         "Sessions with a long-poll waiter or a recent append.",
         waiting,
@@ -74,7 +73,7 @@ pub async fn eligibility(
             flags: None,
         }));
     };
-    let flags = user_flags(&state, &user.id).await?;
+    let flags = crate::flags::for_user(&state.core, &user.id).await?;
     let mut reasons = Vec::new();
     if !flags.enabled {
         reasons.push(Reason {
@@ -84,10 +83,11 @@ pub async fn eligibility(
                 .to_owned(),
         });
     }
-    let openai = state.config.openai_api_key.is_some() || state.config.openai_base_url.is_some();
+    let openai =
+        state.core.config.openai_api_key.is_some() || state.core.config.openai_base_url.is_some();
     if let Some(problem) = crate::config::model_problem(
         &flags.model,
-        state.config.anthropic_api_key.is_some(),
+        state.core.config.anthropic_api_key.is_some(),
         openai,
     ) {
         reasons.push(Reason {
@@ -95,7 +95,7 @@ pub async fn eligibility(
             message: format!("The model '{}' cannot be used: {problem}.", flags.model),
         });
     }
-    if let Some(problem) = &state.runner_problem {
+    if let Some(problem) = state.agents.problem() {
         reasons.push(Reason {
             code: ReasonCode::NoRunner,
             message: format!("No agent can run on this server: {problem}."),

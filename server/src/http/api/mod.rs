@@ -11,7 +11,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, head, post};
 
-use crate::state::AppState;
+use crate::http::state::AppState;
 
 /// Routes of the API, health and metrics.
 pub fn routes(max_json_body: usize) -> Router<AppState> {

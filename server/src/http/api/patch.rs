@@ -9,7 +9,7 @@ use ultraplan_protocol::patch::{ExecutionState, PatchResource};
 use super::sessions::owned_session;
 use crate::auth::AuthUser;
 use crate::http::error::{ApiError, ApiResult};
-use crate::state::AppState;
+use crate::http::state::AppState;
 use crate::store::{PatchRow, SessionRow, format_ms};
 
 /// The patch of the session's remote execution: the raw `git diff --binary` output
@@ -58,7 +58,7 @@ pub async fn stored_patch(state: &AppState, row: &SessionRow) -> ApiResult<Patch
             "execution_running",
             "the agent is still executing the plan; the patch is ready when it finishes",
         )),
-        Some(ExecutionState::Finished) => state.store.patch(&row.id).await?.ok_or_else(|| {
+        Some(ExecutionState::Finished) => state.core.store.patch(&row.id).await?.ok_or_else(|| {
             ApiError::missing(
                 "no_patch",
                 "the execution ended without a patch; the session log says why",

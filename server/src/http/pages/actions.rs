@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use axum::response::Redirect;
 use serde::Deserialize;
 use ultraplan_protocol::api::Decision;
-use ultraplan_protocol::events::{EventBody, SystemEvent};
+use ultraplan_protocol::events::EventBody;
 use ultraplan_protocol::session::SessionStatus;
 
 use super::auth::{CsrfForm, Posted};
@@ -14,10 +14,8 @@ use super::digest::Digest;
 use super::error::{PageError, PageResult};
 use super::notice::Notice;
 use super::session::{owned, terminal_polling};
-use crate::http::error::ApiError;
-use crate::sessions::events_after;
-use crate::sessions::{self, DecisionOutcome};
-use crate::state::AppState;
+use crate::http::state::AppState;
+use crate::sessions::{self, DecisionOutcome, SessionError};
 
 /// The decision form: `decision` is `approve`, `approve_edited`, `reject` or `teleport`.
 #[derive(Debug, Default, Deserialize)]
@@ -96,7 +94,7 @@ pub fn to_decision(form: &DecisionForm) -> PageResult<Result<Decision, Notice>> 
 /// What the shared decision logic's answer means for the reviewer.
 pub fn decision_notice(
     decision: &Decision,
-    result: Result<DecisionOutcome, ApiError>,
+    result: Result<DecisionOutcome, SessionError>,
 ) -> PageResult<Notice> {
     match result {
         Ok(DecisionOutcome::Decided(_)) => Ok(match decision {
@@ -105,25 +103,11 @@ pub fn decision_notice(
             Decision::Teleport {} => Notice::Teleported,
         }),
         Ok(DecisionOutcome::AlreadyStands(_)) => Ok(Notice::AlreadyDecided),
-        Err(ApiError::Conflict {
-            code: "decision_conflict",
-            ..
-        }) => Ok(Notice::Conflict),
-        Err(ApiError::Conflict {
-            code: "session_archived",
-            ..
-        }) => Ok(Notice::Archived),
-        Err(ApiError::BadRequest {
-            code: "feedback_required",
-            ..
-        }) => Ok(Notice::FeedbackRequired),
-        Err(ApiError::BadRequest {
-            code: "empty_plan", ..
-        }) => Ok(Notice::EmptyPlan),
-        Err(ApiError::BadRequest {
-            code: "no_pending_plan",
-            ..
-        }) => Ok(Notice::NoPendingPlan),
+        Err(SessionError::DecisionConflict { .. }) => Ok(Notice::Conflict),
+        Err(SessionError::Archived(_)) => Ok(Notice::Archived),
+        Err(SessionError::FeedbackRequired) => Ok(Notice::FeedbackRequired),
+        Err(SessionError::EmptyPlan) => Ok(Notice::EmptyPlan),
+        Err(SessionError::NoPendingPlan(_)) => Ok(Notice::NoPendingPlan),
         Err(error) => Err(error.into()),
     }
 }
@@ -147,7 +131,7 @@ pub async fn decide(
     if decision == (Decision::Teleport {}) && !terminal_polling(&state, &row.id) {
         return Ok(back(&row.id, Notice::TerminalGone, "#review"));
     }
-    let result = sessions::decide(&state, &row, &tool_use_id, &decision).await;
+    let result = sessions::decide(&state.core, &state.agents, &row, &tool_use_id, &decision).await;
     let notice = decision_notice(&decision, result)?;
     Ok(back(&row.id, notice, "#review"))
 }
@@ -171,17 +155,18 @@ pub async fn answer(
         return Ok(back(&row.id, Notice::AnswerRequired, "#question"));
     }
     let mut digest = Digest::default();
-    for event in events_after(&state, &row.id, 0).await? {
+    for event in state.core.events_after(&row.id, 0).await? {
         digest.ingest(&event);
     }
     if digest.question.as_ref().map(|q| q.tool_use_id.as_str()) != Some(form.tool_use_id.as_str()) {
         return Ok(back(&row.id, Notice::QuestionGone, ""));
     }
     let body = EventBody::tool_result(&form.tool_use_id, answer, false);
-    sessions::validate_client_events(std::slice::from_ref(&body))?;
-    let stored = sessions::append(&state, &row, &[body]).await?;
-    sessions::deliver(&state, &row.id, &stored);
-    Ok(back(&row.id, Notice::Answered, ""))
+    match sessions::post_events(&state.core, &state.agents, &row, &[body]).await {
+        Ok(_) => Ok(back(&row.id, Notice::Answered, "")),
+        Err(SessionError::Archived(_)) => Ok(back(&row.id, Notice::Archived, "")),
+        Err(error) => Err(error.into()),
+    }
 }
 
 /// `POST /sessions/{id}/stop`: stop the agent and archive the session, as the API's archive.
@@ -191,30 +176,12 @@ pub async fn stop(
     Posted { user, form: _ }: Posted<TokenForm>,
 ) -> PageResult<Redirect> {
     let row = owned(&state, &user, &id).await?;
-    if row.status == SessionStatus::Archived {
-        return Ok(back(&row.id, Notice::AlreadyStopped, ""));
+    let note = format!("Session stopped by {} from the review page.", user.name);
+    match sessions::archive(&state.core, &state.agents, &row, note).await {
+        Ok(_) => Ok(back(&row.id, Notice::Stopped, "")),
+        Err(SessionError::AlreadyArchived) => Ok(back(&row.id, Notice::AlreadyStopped, "")),
+        Err(error) => Err(error.into()),
     }
-    if let Some(orchestrator) = &state.orchestrator {
-        orchestrator.stop(&row.id).await;
-    }
-    let row = owned(&state, &user, &id).await?;
-    if row.status == SessionStatus::Archived {
-        return Ok(back(&row.id, Notice::AlreadyStopped, ""));
-    }
-    let note = EventBody::System(SystemEvent {
-        subtype: "archived".to_owned(),
-        message: Some(format!(
-            "Session stopped by {} from the review page.",
-            user.name
-        )),
-        data: serde_json::Value::Null,
-    });
-    sessions::append(&state, &row, &[note]).await?;
-    if !state.store.archive_session(&row.id).await? {
-        return Ok(back(&row.id, Notice::AlreadyStopped, ""));
-    }
-    state.hub.forget(&row.id);
-    Ok(back(&row.id, Notice::Stopped, ""))
 }
 
 #[cfg(test)]
@@ -260,23 +227,27 @@ mod tests {
     }
 
     #[test]
-    fn api_outcomes_become_notices() {
+    fn use_case_outcomes_become_notices() {
         let approve = Decision::Approve { plan: None };
-        let conflict = ApiError::conflict("decision_conflict", "x");
+        let conflict = SessionError::DecisionConflict {
+            tool_use_id: "t".into(),
+            standing: "reject",
+        };
         assert_eq!(
             decision_notice(&approve, Err(conflict)).expect("notice"),
             Notice::Conflict
         );
-        let archived = ApiError::conflict("session_archived", "x");
+        let archived = SessionError::Archived("x");
         assert_eq!(
             decision_notice(&approve, Err(archived)).expect("notice"),
             Notice::Archived
         );
-        let gone = ApiError::bad_request("no_pending_plan", "x");
+        let gone = SessionError::NoPendingPlan("t".into());
         assert_eq!(
             decision_notice(&approve, Err(gone)).expect("notice"),
             Notice::NoPendingPlan
         );
-        assert!(decision_notice(&approve, Err(ApiError::Internal("x".into()))).is_err());
+        let lost = SessionError::Store(crate::store::StoreError::Corrupt("x".into()));
+        assert!(decision_notice(&approve, Err(lost)).is_err());
     }
 }

@@ -12,12 +12,11 @@ use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::db::{self, WebSessionRow};
 use super::error::{PageError, PageResult};
 use super::templates::{ErrorPage, Layout, render};
 use crate::http::ratelimit::ClientAddr;
-use crate::state::AppState;
-use crate::store::now_ms;
+use crate::http::state::AppState;
+use crate::store::{WebSessionRow, now_ms};
 
 /// How long a browser session lasts.
 pub const SESSION_TTL_MS: i64 = 7 * 24 * 3600 * 1000;
@@ -49,7 +48,7 @@ pub fn split_token(token: &str) -> Option<(&str, &str)> {
 
 /// Whether cookies must be `Secure` (the public URL is https).
 pub fn secure(state: &AppState) -> bool {
-    state.config.public_url.starts_with("https://")
+    state.core.config.public_url.starts_with("https://")
 }
 
 /// The session cookie's name: `__Host-` prefixed when it can be Secure.
@@ -127,7 +126,7 @@ pub async fn start_session(state: &AppState, user_id: &str) -> PageResult<(WebSe
         created_at: now,
         expires_at: now + SESSION_TTL_MS,
     };
-    db::of(state).await?.insert_session(&row).await?;
+    state.core.store.insert_web_session(&row).await?;
     Ok((row, format!("{id}.{secret}")))
 }
 
@@ -168,7 +167,7 @@ pub async fn current(state: &AppState, headers: &HeaderMap) -> PageResult<Option
     else {
         return Ok(None);
     };
-    let Some(row) = db::of(state).await?.session(id, now_ms()).await? else {
+    let Some(row) = state.core.store.web_session(id, now_ms()).await? else {
         return Ok(None);
     };
     Ok(same(&hash(secret), &row.hash).then_some(WebUser {
@@ -281,7 +280,10 @@ pub fn too_many_page(retry_after: Duration) -> Response {
         message: format!("Too many requests in a short time. Try again in {seconds} s."),
         show_login: false,
     };
-    crate::http::ratelimit::with_retry_after(render(StatusCode::TOO_MANY_REQUESTS, &page), retry_after)
+    crate::http::ratelimit::with_retry_after(
+        render(StatusCode::TOO_MANY_REQUESTS, &page),
+        retry_after,
+    )
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use ultraplan_protocol::patch::{Execution, ExecutionState, FileChange};
 
 use super::unified::{self, Budget, FileDiff, Limits};
-use crate::state::AppState;
+use crate::http::state::AppState;
 use crate::store::{PatchRow, SessionRow, StoreResult};
 
 /// File sections shown; further files are only counted.
@@ -130,7 +130,7 @@ pub async fn load(state: &AppState, row: &SessionRow) -> StoreResult<Option<Chan
     };
     let patch = match execution.state {
         ExecutionState::Executing => None,
-        ExecutionState::Finished => state.store.patch(&row.id).await?,
+        ExecutionState::Finished => state.core.store.patch(&row.id).await?,
     };
     Ok(changes_view(Some(execution), patch.as_ref()))
 }

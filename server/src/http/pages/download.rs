@@ -10,7 +10,7 @@ use ultraplan_protocol::patch::ExecutionState;
 use super::auth::WebUser;
 use super::error::{PageError, PageResult};
 use super::session::owned;
-use crate::state::AppState;
+use crate::http::state::AppState;
 
 /// `ultraplan-<first 8 characters of the id>.diff`, safe in a header.
 pub fn file_name(session_id: &str) -> String {
@@ -40,9 +40,16 @@ pub async fn patch_diff(
                 "The agent is still executing the plan; the patch is ready when it finishes.",
             ));
         }
-        Some(ExecutionState::Finished) => state.store.patch(&row.id).await?.ok_or(
-            PageError::Missing("The execution ended without a patch; the session log says why."),
-        )?,
+        Some(ExecutionState::Finished) => {
+            state
+                .core
+                .store
+                .patch(&row.id)
+                .await?
+                .ok_or(PageError::Missing(
+                    "The execution ended without a patch; the session log says why.",
+                ))?
+        }
     };
     let disposition = format!("attachment; filename=\"{}\"", file_name(&row.id));
     let mut response = patch.diff.into_response();

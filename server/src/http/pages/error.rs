@@ -5,6 +5,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 
 use super::templates::{ErrorPage, render};
 use crate::http::error::ApiError;
+use crate::sessions::SessionError;
 use crate::store::StoreError;
 
 /// An error a page handler returns.
@@ -38,6 +39,12 @@ pub enum PageError {
     Api(#[from] ApiError),
     #[error("template error: {0}")]
     Render(#[from] askama::Error),
+}
+
+impl From<SessionError> for PageError {
+    fn from(error: SessionError) -> Self {
+        PageError::Api(error.into())
+    }
 }
 
 /// Result alias for page handlers.

@@ -7,12 +7,11 @@ use axum::http::StatusCode;
 use axum::response::Response;
 
 use super::auth::{FeedUser, WebUser};
-use super::db;
 use super::error::PageResult;
 use super::format::{Pill, age, pill, short, thousands};
 use super::session::stalled;
 use super::templates::{Layout, ListPage, ListRows, render};
-use crate::state::AppState;
+use crate::http::state::AppState;
 use crate::store::{SessionRow, format_ms, now_ms};
 
 /// How many sessions the list shows.
@@ -72,8 +71,8 @@ pub fn list_rows(
 }
 
 async fn load(state: &AppState, user_id: &str) -> PageResult<Vec<ListRow>> {
-    let rows = state.store.list_sessions(user_id, LIST_LIMIT).await?;
-    let results = db::of(state).await?.last_results(user_id).await?;
+    let rows = state.core.store.list_sessions(user_id, LIST_LIMIT).await?;
+    let results = state.core.store.last_results(user_id).await?;
     Ok(list_rows(
         &rows,
         &results,

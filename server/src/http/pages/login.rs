@@ -15,14 +15,13 @@ use super::auth::{
     Posted, SESSION_TTL_MS, cookie, cookie_name, current, hash, limit_anonymous, random_hex,
     safe_next, same, secure, set_cookie, split_token, start_session,
 };
-use super::db::{self, LinkRow};
 use super::error::{PageError, PageResult};
 use super::templates::{Layout, LoginPage, render};
 use crate::auth::AuthUser;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::ratelimit::ClientAddr;
-use crate::state::AppState;
-use crate::store::{format_ms, now_ms};
+use crate::http::state::AppState;
+use crate::store::{LinkRow, format_ms, now_ms};
 
 /// How long a login link works.
 pub const LINK_TTL_MS: i64 = 10 * 60 * 1000;
@@ -77,13 +76,13 @@ pub async fn mint(
         created_at: now,
         expires_at: now + LINK_TTL_MS,
     };
-    let db = db::of(&state)
+    state
+        .core
+        .store
+        .insert_login_link(&link)
         .await
         .map_err(|e| ApiError::Internal(e.to_string()))?;
-    db.insert_link(&link)
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
-    let base = state.config.public_url.trim_end_matches('/');
+    let base = state.core.config.public_url.trim_end_matches('/');
     let url = format!(
         "{base}/login/{id}.{secret}?next={}",
         super::auth::encode_query(&next)
@@ -146,9 +145,10 @@ pub async fn exchange(
 /// The link `<id>.<secret>` names, if it is unused, unexpired and its secret matches.
 async fn usable(state: &AppState, token: &str) -> PageResult<LinkRow> {
     let (id, secret) = split_token(token).ok_or(PageError::LinkInvalid)?;
-    let link = db::of(state)
-        .await?
-        .usable_link(id, now_ms())
+    let link = state
+        .core
+        .store
+        .usable_login_link(id, now_ms())
         .await?
         .ok_or(PageError::LinkInvalid)?;
     if !same(&hash(secret), &link.hash) {
@@ -159,7 +159,7 @@ async fn usable(state: &AppState, token: &str) -> PageResult<LinkRow> {
 
 /// Mark the link used; only one request can.
 async fn spend(state: &AppState, link: &LinkRow) -> PageResult<()> {
-    if db::of(state).await?.use_link(&link.id, now_ms()).await? {
+    if state.core.store.use_login_link(&link.id, now_ms()).await? {
         Ok(())
     } else {
         Err(PageError::LinkInvalid)
@@ -242,7 +242,8 @@ pub async fn submit(
         return Err(PageError::Forbidden("cross-site login posts are refused"));
     }
     let (user_id, next) = if form.link.is_empty() {
-        let Some(user) = crate::auth::verify(state.store.as_ref(), form.token.trim()).await? else {
+        let Some(user) = crate::auth::verify(state.core.store.as_ref(), form.token.trim()).await?
+        else {
             let error =
                 Some("That token is not valid. Check that you pasted all of it.".to_owned());
             return Ok(login_page(
@@ -274,9 +275,10 @@ pub async fn logout(
     State(state): State<AppState>,
     Posted { user, .. }: Posted<super::actions::TokenForm>,
 ) -> PageResult<Response> {
-    db::of(&state)
-        .await?
-        .delete_session(&user.session_id)
+    state
+        .core
+        .store
+        .delete_web_session(&user.session_id)
         .await?;
     let secure = secure(&state);
     let mut response = Redirect::to("/login").into_response();

@@ -9,7 +9,6 @@ mod actions;
 mod assets;
 mod auth;
 mod changes;
-mod db;
 mod diff;
 mod digest;
 mod download;
@@ -38,7 +37,7 @@ use axum::routing::{get, post};
 
 pub use headers::CSP;
 
-use crate::state::AppState;
+use crate::http::state::AppState;
 
 /// Largest form body (an edited plan).
 const MAX_FORM_BYTES: usize = 1024 * 1024;

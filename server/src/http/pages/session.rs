@@ -20,7 +20,7 @@ use super::templates::{
 };
 use super::timeline::Entry;
 use super::view::{SessionInput, SessionView, session_view};
-use crate::state::AppState;
+use crate::http::state::AppState;
 use crate::store::{PlanRow, SessionRow, now_ms};
 
 /// Teleport is offered while the launching terminal polled this recently.
@@ -60,6 +60,7 @@ pub fn regions(v: &SessionView) -> Result<Regions, askama::Error> {
 /// The user's session, or 404 (also for another user's session).
 pub async fn owned(state: &AppState, user: &WebUser, id: &str) -> PageResult<SessionRow> {
     state
+        .core
         .store
         .session_for_user(&user.id, id)
         .await?
@@ -69,6 +70,7 @@ pub async fn owned(state: &AppState, user: &WebUser, id: &str) -> PageResult<Ses
 /// Whether the launching terminal still polls the session.
 pub fn terminal_polling(state: &AppState, session_id: &str) -> bool {
     state
+        .core
         .hub
         .last_poll(session_id)
         .is_some_and(|at| at.elapsed() < TELEPORT_WINDOW)
@@ -76,10 +78,7 @@ pub fn terminal_polling(state: &AppState, session_id: &str) -> bool {
 
 /// Whether the session's agent has gone quiet.
 pub fn stalled(state: &AppState, session_id: &str) -> bool {
-    state
-        .orchestrator
-        .as_ref()
-        .is_some_and(|o| o.stalled(session_id))
+    state.agents.stalled(session_id)
 }
 
 /// What the page shows of a session's plans, log and execution.
@@ -142,12 +141,12 @@ pub async fn page(
     Query(query): Query<PageQuery>,
 ) -> PageResult<Response> {
     let row = owned(&state, &user, &id).await?;
-    let events = crate::sessions::events_after(&state, &row.id, 0).await?;
+    let events = state.core.events_after(&row.id, 0).await?;
     let mut digest = Digest::with_tree();
     for event in &events {
         digest.ingest(event);
     }
-    let plans = state.store.list_plans(&row.id).await?;
+    let plans = state.core.store.list_plans(&row.id).await?;
     let notice = query.notice.as_deref().and_then(Notice::parse);
     let changes = changes::load(&state, &row).await?.map(Arc::new);
     let loaded = Loaded {

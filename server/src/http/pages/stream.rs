@@ -25,8 +25,7 @@ use super::error::PageResult;
 use super::session::{Loaded, Region, build_view, owned, regions};
 use super::templates::{EntryFragment, ResultFragment};
 use super::timeline::{Item, Op, Place};
-use crate::sessions::events_after;
-use crate::state::AppState;
+use crate::http::state::AppState;
 use crate::store::SessionRow;
 
 /// How often regions are re-rendered without new events (usage, stall, teleport window).
@@ -105,9 +104,9 @@ impl Feed {
         csrf: String,
         after: i64,
     ) -> PageResult<Self> {
-        let wake = state.hub.subscribe(&session_id);
+        let wake = state.core.hub.subscribe(&session_id);
         let mut digest = Digest::default();
-        for event in events_after(&state, &session_id, 0).await? {
+        for event in state.core.events_after(&session_id, 0).await? {
             if event.id > after {
                 break;
             }
@@ -159,6 +158,7 @@ impl Feed {
         let after = self.digest.last_event_id;
         let (events, _) = self
             .state
+            .core
             .store
             .list_events(&self.session_id, after, BATCH)
             .await?;
@@ -183,10 +183,10 @@ impl Feed {
     }
 
     async fn changed_regions(&mut self) -> PageResult<Vec<(String, Region)>> {
-        let Some(row) = self.state.store.session(&self.session_id).await? else {
+        let Some(row) = self.state.core.store.session(&self.session_id).await? else {
             return Ok(Vec::new());
         };
-        let plans = self.state.store.list_plans(&row.id).await?;
+        let plans = self.state.core.store.list_plans(&row.id).await?;
         let changes = self.changes_of(&row).await?;
         let loaded = Loaded {
             row: &row,

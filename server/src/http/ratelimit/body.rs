@@ -22,29 +22,9 @@ use axum::response::{IntoResponse, Response};
 use http_body::{Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 
+use crate::config::BodyDeadline;
 use crate::http::error::ApiError;
-use crate::state::AppState;
-
-/// How long a request body may take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BodyDeadline {
-    /// The whole body must have arrived by then.
-    pub total: Duration,
-    /// After `grace`, the average rate since the headers arrived must stay at or above this
-    /// (0 turns the rate check off).
-    pub min_bytes_per_second: u64,
-    pub grace: Duration,
-}
-
-impl Default for BodyDeadline {
-    fn default() -> Self {
-        BodyDeadline {
-            total: Duration::from_secs(15 * 60),
-            min_bytes_per_second: 4096,
-            grace: Duration::from_secs(10),
-        }
-    }
-}
+use crate::http::state::AppState;
 
 /// Why a body was cut off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -187,7 +167,7 @@ impl http_body::Body for TimedBody {
 /// Middleware: hold every request body to the configured deadline, and answer 408 when the
 /// body was cut off.
 pub async fn deadline(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let limits = state.config.request_limits.body;
+    let limits = state.core.config.request_limits.body;
     let tripwire = Arc::new(Tripwire::default());
     let wire = Arc::clone(&tripwire);
     let request = request.map(|body| Body::new(TimedBody::new(body, limits, wire)));

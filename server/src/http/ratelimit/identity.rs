@@ -13,17 +13,18 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::ClientAddr;
-use crate::auth::{self, Verified};
+use crate::auth;
+use crate::http::auth::{Verified, bearer_of};
 use crate::http::error::ApiError;
-use crate::state::AppState;
+use crate::http::state::AppState;
 
 /// Middleware: verify a presented bearer token and limit the request on who it is.
 pub async fn limit(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     if !request.headers().contains_key(AUTHORIZATION) {
         return next.run(request).await;
     }
-    let user = match auth::bearer_of(request.headers()).map(str::to_owned) {
-        Some(token) => match auth::verify(state.store.as_ref(), &token).await {
+    let user = match bearer_of(request.headers()).map(str::to_owned) {
+        Some(token) => match auth::verify(state.core.store.as_ref(), &token).await {
             Ok(user) => user,
             Err(error) => return ApiError::from(error).into_response(),
         },

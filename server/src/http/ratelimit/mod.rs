@@ -20,10 +20,10 @@ pub mod client;
 mod identity;
 pub mod uploads;
 
-pub use body::{BodyDeadline, deadline};
+pub use body::deadline;
 pub use client::ClientAddr;
 pub use identity::limit;
-pub use uploads::{UploadGate, UploadPermit, UploadSlots};
+pub use uploads::{UploadGate, UploadPermit};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -34,70 +34,11 @@ use axum::http::{HeaderValue, Method};
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
+pub use crate::config::{BodyDeadline, RateLimit, RateLimits, RequestLimits, UploadSlots};
 use crate::http::error::ApiError;
 
 /// Buckets kept before idle ones are dropped.
 pub const MAX_BUCKETS: usize = 10_000;
-
-/// How fast one identity (or one client address) may call the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateLimit {
-    /// Sustained requests per second; 0 turns limiting off.
-    pub per_second: u32,
-    /// Requests that may come at once after a quiet spell.
-    pub burst: u32,
-}
-
-impl RateLimit {
-    /// `per_second` with a burst of ten seconds' worth.
-    pub fn per_second(per_second: u32) -> Self {
-        RateLimit {
-            per_second,
-            burst: per_second.saturating_mul(10),
-        }
-    }
-}
-
-/// The limits for writes and reads of an authenticated user, and for requests that do not
-/// authenticate (per client address).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateLimits {
-    pub writes: RateLimit,
-    pub reads: RateLimit,
-    pub anonymous: RateLimit,
-}
-
-impl Default for RateLimits {
-    fn default() -> Self {
-        RateLimits {
-            writes: RateLimit::per_second(20),
-            reads: RateLimit::per_second(2000),
-            anonymous: RateLimit::per_second(10),
-        }
-    }
-}
-
-/// Timeouts and bounds on requests as they arrive: headers, bodies and upload slots.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RequestLimits {
-    /// A connection must send a request's headers within this time (idle keep-alive
-    /// connections are closed after it too).
-    pub header_timeout: Duration,
-    /// Deadline and minimum rate of every request body.
-    pub body: BodyDeadline,
-    /// Concurrent bundle uploads.
-    pub uploads: UploadSlots,
-}
-
-impl Default for RequestLimits {
-    fn default() -> Self {
-        RequestLimits {
-            header_timeout: Duration::from_secs(30),
-            body: BodyDeadline::default(),
-            uploads: UploadSlots::default(),
-        }
-    }
-}
 
 /// One key's bucket.
 #[derive(Debug, Clone, Copy, PartialEq)]

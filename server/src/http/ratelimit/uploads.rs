@@ -11,28 +11,8 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::config::UploadSlots;
 use crate::http::error::ApiError;
-
-/// How many uploads may run at once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UploadSlots {
-    /// Per user.
-    pub per_user: usize,
-    /// On the whole server.
-    pub global: usize,
-    /// How long an upload waits for a global slot before 503.
-    pub wait: Duration,
-}
-
-impl Default for UploadSlots {
-    fn default() -> Self {
-        UploadSlots {
-            per_user: 4,
-            global: 32,
-            wait: Duration::from_secs(5),
-        }
-    }
-}
 
 /// The slots of the server.
 #[derive(Debug)]

@@ -9,8 +9,8 @@ use ultraplan_protocol::events::EventBody;
 use ultraplan_protocol::frames::{AgentFrame, ServerFrame};
 
 use super::{Command, ModelReply, SessionTask};
+use crate::orchestrator::lifecycle::{Input, Waiting};
 use crate::orchestrator::pump::{read_frames, tail_stderr, write_frames};
-use crate::sessions::lifecycle::{Input, Waiting};
 
 /// The agent's frames as they are read.
 type Frames = mpsc::Receiver<Result<AgentFrame, String>>;

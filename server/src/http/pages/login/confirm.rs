@@ -7,13 +7,12 @@
 use askama::Template;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use sqlx::Row as _;
 
 use super::super::auth::{WebUser, random_hex};
-use super::super::db::{LinkRow, WebDb};
 use super::super::error::{PageError, PageResult};
 use super::super::templates::{Layout, render};
-use crate::state::AppState;
+use crate::http::state::AppState;
+use crate::store::LinkRow;
 
 #[derive(Template)]
 #[template(path = "login_confirm.html", config = "../web/askama.toml")]
@@ -80,18 +79,8 @@ pub async fn page(
 
 /// A user's name by id.
 async fn user_name(state: &AppState, user_id: &str) -> PageResult<String> {
-    let sql = "SELECT name FROM users WHERE id = $1";
-    let row = match state.store.pool() {
-        WebDb::Sqlite(pool) => {
-            let row = sqlx::query(sql).bind(user_id).fetch_optional(&pool).await?;
-            row.map(|r| r.try_get::<String, _>("name")).transpose()?
-        }
-        WebDb::Postgres(pool) => {
-            let row = sqlx::query(sql).bind(user_id).fetch_optional(&pool).await?;
-            row.map(|r| r.try_get::<String, _>("name")).transpose()?
-        }
-    };
-    row.ok_or(PageError::LinkInvalid)
+    let user = state.core.store.user_by_id(user_id).await?;
+    user.map(|u| u.name).ok_or(PageError::LinkInvalid)
 }
 
 #[cfg(test)]

@@ -2,8 +2,8 @@
 //! feeds it what happens (agent events, decisions, exits, timeouts) and carries out the
 //! effects; nothing here does IO or reads a clock.
 
-use ultraplan_protocol::constants::{ASK_USER_QUESTION_TOOL, EXIT_PLAN_MODE_TOOL};
-use ultraplan_protocol::events::{ContentBlock, EventBody, ResultEvent};
+use ultraplan_protocol::constants::UserWait;
+use ultraplan_protocol::events::EventBody;
 use ultraplan_protocol::plan_text::extract_approved_plan;
 use ultraplan_protocol::session::SessionStatus;
 
@@ -104,19 +104,6 @@ impl Lifecycle {
     }
 }
 
-/// The `result` the harness appends when a session dies.
-pub fn error_result(subtype: &str, message: String) -> EventBody {
-    EventBody::Result(ResultEvent {
-        subtype: subtype.to_owned(),
-        is_error: true,
-        result: Some(message),
-        num_turns: None,
-        duration_ms: None,
-        usage: None,
-        patch: None,
-    })
-}
-
 /// The tool_use a log leaves waiting on the user: the newest main-agent ExitPlanMode or
 /// AskUserQuestion call without a result.
 pub fn unanswered_tool(events: &[EventBody]) -> Option<Waiting> {
@@ -135,22 +122,10 @@ pub fn unanswered_tool(events: &[EventBody]) -> Option<Waiting> {
 }
 
 fn waiting_tool(body: &EventBody) -> Option<Waiting> {
-    let EventBody::Assistant(a) = body else {
-        return None;
-    };
-    if a.parent_tool_use_id.is_some() {
-        return None;
-    }
-    a.message.content.iter().rev().find_map(|b| match b {
-        ContentBlock::ToolUse { id, name, .. }
-            if name == EXIT_PLAN_MODE_TOOL || name == ASK_USER_QUESTION_TOOL =>
-        {
-            Some(Waiting {
-                tool_use_id: id.clone(),
-                question: name == ASK_USER_QUESTION_TOOL,
-            })
-        }
-        _ => None,
+    let (id, wait) = body.user_waits().pop()?;
+    Some(Waiting {
+        tool_use_id: id.to_owned(),
+        question: wait == UserWait::Question,
     })
 }
 
@@ -222,7 +197,7 @@ impl Lifecycle {
                 vec![
                     Effect::Kill,
                     Effect::Archive,
-                    Effect::Append(error_result(
+                    Effect::Append(EventBody::error_result(
                         "error_timeout",
                         format!("The session ran past its {timeout_seconds}-second limit."),
                     )),
@@ -299,7 +274,7 @@ impl Lifecycle {
         }
         vec![
             Effect::SetStatus(SessionStatus::Idle),
-            Effect::Append(error_result("error_during_execution", message)),
+            Effect::Append(EventBody::error_result("error_during_execution", message)),
         ]
     }
 }

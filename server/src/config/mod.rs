@@ -9,6 +9,13 @@ use ultraplan_protocol::model_spec::ModelSpec;
 
 use crate::bundles::BundleLimits;
 
+pub mod defaults;
+mod limits;
+
+pub use limits::{
+    BodyDeadline, RateLimit, RateLimits, RequestLimits, RetentionConfig, UploadSlots,
+};
+
 /// Which sandbox runs agents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum RunnerKind {
@@ -46,52 +53,53 @@ pub struct Config {
     /// Tokens a session may spend before it is stopped.
     pub session_token_budget: u64,
     /// Requests per user, and per client address for requests that do not authenticate.
-    pub rate_limits: crate::http::ratelimit::RateLimits,
+    pub rate_limits: RateLimits,
     /// Header and body deadlines, minimum body rate, concurrent upload slots.
-    pub request_limits: crate::http::ratelimit::RequestLimits,
+    pub request_limits: RequestLimits,
     /// Size cap of an execution workspace (a tmpfs where the server can mount one).
     pub workspace_max_bytes: u64,
     /// Bundle grace period, retention interval, per-user bundle quota.
-    pub retention: crate::retention::RetentionConfig,
+    pub retention: RetentionConfig,
 }
 
 impl Config {
     /// Defaults for a data directory: SQLite inside it, loopback bind, the offline model.
     pub fn for_data_dir(data_dir: &Path) -> Self {
-        let bind = SocketAddr::from(([127, 0, 0, 1], 7878));
+        let bind = defaults::BIND;
         Config {
             bind,
             data_dir: data_dir.to_path_buf(),
             public_url: format!("http://{bind}"),
             database_url: Secret::new(sqlite_url(data_dir)),
-            runner: RunnerKind::Auto,
-            model: "offline".to_owned(),
+            runner: defaults::RUNNER,
+            model: defaults::OFFLINE_MODEL.to_owned(),
             anthropic_api_key: None,
             anthropic_base_url: None,
             openai_api_key: None,
             openai_base_url: None,
-            model_idle_timeout: ultraplan_gateway::DEFAULT_STREAM_IDLE_TIMEOUT,
+            model_idle_timeout: std::time::Duration::from_secs(defaults::MODEL_IDLE_TIMEOUT_SECS),
             bundle_limits: BundleLimits::default(),
-            max_json_body: 2 * 1024 * 1024,
-            agent_binary: crate::runner::default_agent_binary(),
-            max_running_sessions: 16,
-            session_token_budget: 5_000_000,
-            rate_limits: crate::http::ratelimit::RateLimits::default(),
-            request_limits: crate::http::ratelimit::RequestLimits::default(),
-            workspace_max_bytes: 2 * 1024 * 1024 * 1024,
-            retention: crate::retention::RetentionConfig::default(),
+            max_json_body: defaults::MAX_JSON_BODY,
+            agent_binary: default_agent_binary(),
+            max_running_sessions: defaults::MAX_RUNNING,
+            session_token_budget: defaults::SESSION_TOKEN_BUDGET,
+            rate_limits: RateLimits::default(),
+            request_limits: RequestLimits::default(),
+            workspace_max_bytes: defaults::WORKSPACE_MAX_BYTES,
+            retention: RetentionConfig::default(),
         }
     }
 
     /// The model to use when none is configured: Anthropic when its key is set, else offline.
     pub fn default_model(anthropic_key: bool, openai_key: bool) -> String {
-        if anthropic_key {
-            "anthropic:claude-sonnet-4-5".to_owned()
+        let model = if anthropic_key {
+            defaults::ANTHROPIC_MODEL
         } else if openai_key {
-            "openai:gpt-4.1".to_owned()
+            defaults::OPENAI_MODEL
         } else {
-            "offline".to_owned()
-        }
+            defaults::OFFLINE_MODEL
+        };
+        model.to_owned()
     }
 
     /// A stable name for this server instance: a hash of its data dir.
@@ -136,6 +144,17 @@ pub fn model_problem(model: &str, anthropic: bool, openai: bool) -> Option<Strin
 /// The SQLite URL for a data dir.
 pub fn sqlite_url(data_dir: &Path) -> String {
     format!("sqlite://{}", data_dir.join("ultraplan.db").display())
+}
+
+/// Where the agent binary is: `ULTRAPLAN_AGENT_BIN`, else beside the server's executable.
+pub fn default_agent_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("ULTRAPLAN_AGENT_BIN").filter(|v| !v.is_empty()) {
+        return PathBuf::from(path);
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join("ultraplan-agent")))
+        .unwrap_or_else(|| PathBuf::from("ultraplan-agent"))
 }
 
 /// `$XDG_DATA_HOME/ultraplan`, else `~/.local/share/ultraplan`, else `./.ultraplan-data`.

@@ -1,0 +1,57 @@
+//! Every default of the server's settings, in one place: `Config`'s defaults and the
+//! command line's (`ultraplan-server serve --help`) both read these.
+
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+
+use super::RunnerKind;
+
+/// Address the server listens on.
+pub const BIND: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 7878));
+/// Which sandbox runs agents: the best one this host has.
+pub const RUNNER: RunnerKind = RunnerKind::Auto;
+/// Sessions with a live agent at once.
+pub const MAX_RUNNING: usize = 16;
+/// Tokens one session may spend before it is stopped.
+pub const SESSION_TOKEN_BUDGET: u64 = 5_000_000;
+/// Size cap of an execution workspace: 2 GiB.
+pub const WORKSPACE_MAX_BYTES: u64 = 2 << 30;
+/// Largest JSON request body: 2 MiB.
+pub const MAX_JSON_BODY: usize = 2 << 20;
+/// The model when no provider key is set.
+pub const OFFLINE_MODEL: &str = "offline";
+/// The model when an Anthropic key is set.
+pub const ANTHROPIC_MODEL: &str = "anthropic:claude-sonnet-4-5";
+/// The model when only an OpenAI key is set.
+pub const OPENAI_MODEL: &str = "openai:gpt-4.1";
+/// Seconds of silence inside a streamed model answer before the attempt is retried.
+pub const MODEL_IDLE_TIMEOUT_SECS: u64 = 90;
+
+/// Writes per second per user.
+pub const RATE_LIMIT: u32 = 20;
+/// Reads per second per user.
+pub const READ_RATE_LIMIT: u32 = 2000;
+/// Requests per second per client address that do not authenticate.
+pub const ANON_RATE_LIMIT: u32 = 10;
+
+/// Seconds a connection has to send a request's headers.
+pub const HEADER_TIMEOUT_SECS: u64 = 30;
+/// Seconds a request body may take in all.
+pub const BODY_TIMEOUT_SECS: u64 = 15 * 60;
+/// Slowest average body rate after the grace period, bytes per second.
+pub const BODY_MIN_RATE: u64 = 4096;
+/// Seconds before the minimum body rate applies.
+pub const BODY_GRACE_SECS: u64 = 10;
+/// Bundle uploads one user may have in progress at once.
+pub const UPLOADS_PER_USER: usize = 4;
+/// Bundle uploads the server receives at once.
+pub const MAX_UPLOADS: usize = 32;
+/// Seconds an upload waits for a server-wide slot before 503.
+pub const UPLOAD_WAIT_SECS: u64 = 5;
+
+/// Most bundle storage one user may hold: 10 GiB (as the command line spells it, and in bytes).
+pub const BUNDLE_QUOTA: &str = "10GiB";
+pub const BUNDLE_QUOTA_BYTES: u64 = 10 << 30;
+/// Seconds a bundle no session uses is kept after its upload.
+pub const BUNDLE_GRACE_SECS: u64 = 24 * 3600;
+/// Seconds between retention passes.
+pub const RETENTION_INTERVAL_SECS: u64 = 600;

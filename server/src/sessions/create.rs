@@ -1,0 +1,90 @@
+//! Creating a session: the user's flags allow it, the request is valid, the bundle is the
+//! user's; then the session and its first events are stored at once and its agent starts.
+
+use ultraplan_protocol::api::CreateSessionRequest;
+use ultraplan_protocol::session::{SessionResource, SessionStatus};
+
+use super::{SessionError, SessionResult, resource, validate_create};
+use crate::auth::AuthUser;
+use crate::core::Core;
+use crate::orchestrator::{Agents, Launch};
+use crate::store::NewSession;
+use crate::telemetry::names;
+
+/// Create a session from an uploaded bundle and its first events, and start its agent.
+/// A refusal is counted in telemetry under its reason.
+pub async fn create(
+    core: &Core,
+    agents: &Agents,
+    user: &AuthUser,
+    req: CreateSessionRequest,
+) -> SessionResult<SessionResource> {
+    let result = create_inner(core, agents, user, req).await;
+    if let Err(error) = &result {
+        record_create_failure(core, &user.id, failure_reason(error)).await;
+    }
+    result
+}
+
+/// Count a refused creation (also for requests refused before they reach [`create`]).
+pub async fn record_create_failure(core: &Core, user_id: &str, reason: &str) {
+    core.telemetry(
+        names::CREATE_FAILED,
+        &[("reason", reason)],
+        Some(user_id),
+        None,
+    )
+    .await;
+}
+
+fn failure_reason(error: &SessionError) -> &'static str {
+    match error {
+        SessionError::NotFound(_) => "bundle_not_found",
+        SessionError::Store(_) => "internal",
+        other => other.code(),
+    }
+}
+
+async fn create_inner(
+    core: &Core,
+    agents: &Agents,
+    user: &AuthUser,
+    mut req: CreateSessionRequest,
+) -> SessionResult<SessionResource> {
+    let flags = crate::flags::for_user(core, &user.id).await?;
+    if !flags.enabled {
+        return Err(SessionError::Disabled);
+    }
+    let title = validate_create(&req, &core.config)?;
+    if core
+        .store
+        .owned_bundle(&user.id, &req.bundle_id)
+        .await?
+        .is_none()
+    {
+        return Err(SessionError::NotFound("bundle"));
+    }
+    req.session_context
+        .prompt_variant
+        .get_or_insert_with(|| flags.prompt_variant.as_str().to_owned());
+    req.session_context.model.get_or_insert(flags.model);
+    let new = NewSession {
+        id: uuid::Uuid::new_v4().to_string(),
+        user_id: user.id.clone(),
+        title,
+        bundle_id: Some(req.bundle_id.clone()),
+        context: req.session_context,
+        status: SessionStatus::Idle,
+    };
+    let (row, events) = core.store.create_session(&new, &req.events).await?;
+    core.after_append(&row, &events).await;
+    let launch = Launch {
+        timeout_seconds: flags.timeout_seconds,
+        resumed: false,
+    };
+    agents.launch(row.clone(), launch);
+    core.telemetry(names::LAUNCHED, &[], Some(&user.id), Some(&row.id))
+        .await;
+    tracing::info!(session_id = %row.id, user = %user.name, "session created");
+    Ok(resource(core, agents, &row))
+}
