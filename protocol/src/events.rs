@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::constants::{EXIT_PLAN_MODE_TOOL, UserWait};
-use crate::model::Usage;
+use crate::usage::Usage;
 
 /// One stored event: a body plus the server's stamp.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,6 +5,7 @@
 //! - [`session`]: the session resource, statuses and phases;
 //! - [`api`]: HTTP request and response bodies;
 //! - [`model`]: provider-neutral model requests in Anthropic Messages shape;
+//! - [`usage`]: token usage with prompt-cache detail (events and model calls both carry it);
 //! - [`model_spec`]: the configured model names (`anthropic:<id>`, `openai:<id>`, `offline`);
 //! - [`patch`]: what remote execution changed;
 //! - [`frames`]: newline-delimited JSON frames between the agent and the server;
@@ -24,6 +25,7 @@ pub mod patch;
 pub mod plan_text;
 pub mod scanner;
 pub mod session;
+pub mod usage;
 
 pub use events::{ContentBlock, Event, EventBody};
 pub use scanner::{ExitPlanModeScanner, ScanError, ScanResult, derive_phase};
