@@ -175,21 +175,8 @@ fn tool_results(messages: &[Message]) -> BTreeMap<&str, Outcome> {
         .iter()
         .filter(|m| m.role == Role::User)
         .flat_map(|m| &m.content)
-        .filter_map(|block| match block {
-            ContentBlock::ToolResult {
-                tool_use_id,
-                content,
-                is_error,
-                ..
-            } => Some((
-                tool_use_id.as_str(),
-                Outcome {
-                    text: content.text(),
-                    is_error: is_error.unwrap_or(false),
-                },
-            )),
-            _ => None,
-        })
+        .filter_map(ContentBlock::as_tool_result)
+        .map(|(tool_use_id, text, is_error)| (tool_use_id, Outcome { text, is_error }))
         .collect()
 }
 

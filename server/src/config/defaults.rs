@@ -23,8 +23,9 @@ pub const OFFLINE_MODEL: &str = "offline";
 pub const ANTHROPIC_MODEL: &str = "anthropic:claude-sonnet-4-5";
 /// The model when only an OpenAI key is set.
 pub const OPENAI_MODEL: &str = "openai:gpt-4.1";
-/// Seconds of silence inside a streamed model answer before the attempt is retried.
-pub const MODEL_IDLE_TIMEOUT_SECS: u64 = 90;
+/// Seconds of silence inside a streamed model answer before the attempt is retried: the
+/// gateway's own default.
+pub const MODEL_IDLE_TIMEOUT_SECS: u64 = ultraplan_gateway::DEFAULT_STREAM_IDLE_TIMEOUT.as_secs();
 
 /// Writes per second per user.
 pub const RATE_LIMIT: u32 = 20;

@@ -3,9 +3,9 @@
 //! [`Lifecycle`](lifecycle::Lifecycle) with what happens.
 
 mod agents;
+mod backend;
 mod durable;
 pub mod lifecycle;
-mod models;
 mod pump;
 mod settings;
 mod task;
@@ -20,7 +20,7 @@ use ultraplan_protocol::SessionStatus;
 use ultraplan_protocol::events::{EventBody, SystemEvent};
 
 pub use agents::Agents;
-pub use models::{Completion, ModelBackend};
+pub use backend::{Completion, ModelBackend};
 pub use settings::OrchestratorSettings;
 
 use crate::core::Core;
