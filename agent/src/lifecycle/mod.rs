@@ -28,13 +28,13 @@ mod test_harness;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-mod tests_execute;
+mod execute_tests;
 #[cfg(test)]
-mod tests_resume;
+mod resume_tests;
 #[cfg(test)]
-mod tests_tasks;
+mod tasks_tests;
 #[cfg(test)]
-mod tests_user;
+mod user_tests;
 
 pub use turn::ERROR_DURING_EXECUTION;
 
