@@ -192,25 +192,14 @@ pub(super) fn arguments_text(input: &Value) -> String {
 fn translate_user(blocks: &[ContentBlock]) -> Vec<ChatMessage> {
     let mut out: Vec<ChatMessage> = blocks
         .iter()
-        .filter_map(|b| match b {
-            ContentBlock::ToolResult {
-                tool_use_id,
-                content,
-                is_error,
-                ..
-            } => {
-                let text = content.text();
-                let content = if is_error.unwrap_or(false) {
-                    format!("{TOOL_ERROR_PREFIX}{text}")
-                } else {
-                    text
-                };
-                Some(ChatMessage::Tool {
-                    tool_call_id: tool_use_id.clone(),
-                    content,
-                })
-            }
-            _ => None,
+        .filter_map(ContentBlock::as_tool_result)
+        .map(|(tool_use_id, text, is_error)| ChatMessage::Tool {
+            tool_call_id: tool_use_id.to_owned(),
+            content: if is_error {
+                format!("{TOOL_ERROR_PREFIX}{text}")
+            } else {
+                text
+            },
         })
         .collect();
     let text = joined_text(blocks);

@@ -56,15 +56,8 @@ fn results(request: &ModelRequest) -> Vec<(String, String, bool)> {
     };
     last.content
         .iter()
-        .filter_map(|b| match b {
-            ContentBlock::ToolResult {
-                tool_use_id,
-                content,
-                is_error,
-                ..
-            } => Some((tool_use_id.clone(), content.text(), is_error == &Some(true))),
-            _ => None,
-        })
+        .filter_map(ContentBlock::as_tool_result)
+        .map(|(id, text, is_error)| (id.to_owned(), text, is_error))
         .collect()
 }
 
