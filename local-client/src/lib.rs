@@ -11,6 +11,7 @@
 //! - [`teleport`], [`plan_file`]: bringing a plan back; [`hook`]: the Claude Code hook;
 //! - [`patch`]: applying the patch of a remotely executed plan;
 //! - [`repl`]: the interactive prompt's highlighter, notice and launch guard;
+//! - [`script`]: the scriptable session commands' timeline, wait and message logic;
 //! - [`sanitize`]: the one sanitiser of server text bound for a terminal or Claude Code.
 
 pub mod api;
@@ -27,5 +28,6 @@ pub mod plan_file;
 pub mod poll;
 pub mod repl;
 pub mod sanitize;
+pub mod script;
 pub mod state;
 pub mod teleport;
