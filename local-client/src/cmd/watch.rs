@@ -7,6 +7,8 @@ use std::process::{ExitCode, Stdio};
 use std::time::Duration;
 
 use anyhow::Context;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 use ultraplan::config::Settings;
 use ultraplan::pill;
 use ultraplan::poll::{PollConfig, TerminalNotifier, TokioClock, Watcher};
@@ -52,10 +54,11 @@ pub fn spawn_detached(store: &StateStore, settings: &Settings, id: &str) -> anyh
 /// The `watch` command.
 pub async fn command(env: &Env, id: &str, json: bool, detached: bool) -> anyhow::Result<ExitCode> {
     let (client, settings) = env.client()?;
+    let session = client.session(id).await;
     let mut state = match env.store.load(id)? {
         Some(state) => state,
         None => {
-            let session = client.session(id).await.context("looking the session up")?;
+            let session = session.clone().context("looking the session up")?;
             SessionState::new(id, &settings.server, &session.url, &session.title)
         }
     };
@@ -75,6 +78,13 @@ pub async fn command(env: &Env, id: &str, json: bool, detached: bool) -> anyhow:
         interval: env_duration(INTERVAL_ENV, Duration::from_millis)
             .unwrap_or(Duration::from_secs(POLL_INTERVAL_SECS)),
         timeout: Duration::from_secs(timeout),
+        elapsed: match &session {
+            Ok(session) => age(&session.created_at),
+            Err(e) => {
+                tracing::warn!("session unavailable, timing the watch from now: {e}");
+                Duration::ZERO
+            }
+        },
         ..PollConfig::default()
     };
     let wait = env_duration(WAIT_ENV, |s| {
@@ -118,6 +128,15 @@ fn report(state: &SessionState, json: bool, detached: bool, last: &mut String) {
         }
         *last = line;
     }
+}
+
+/// How long ago an RFC 3339 instant was, by this machine's clock (zero when it cannot be read
+/// or lies in the future): the server's time limit runs from the session's `created_at`.
+fn age(rfc3339: &str) -> Duration {
+    OffsetDateTime::parse(rfc3339, &Rfc3339)
+        .ok()
+        .and_then(|start| Duration::try_from(OffsetDateTime::now_utc() - start).ok())
+        .unwrap_or(Duration::ZERO)
 }
 
 pub(super) fn env_duration(name: &str, make: impl Fn(u64) -> Duration) -> Option<Duration> {

@@ -1,5 +1,10 @@
 //! The poll loop as a pure state machine (docs/ARCHITECTURE.md §3.4): a poll result goes in, the
 //! actions the IO layer must take come out, in order. No sockets, no clocks: time is an input.
+//!
+//! The time limit is the session's (the server flag `timeout_seconds`), which the server
+//! enforces from the session's creation: the watch measures it from the same instant
+//! ([`PollConfig::elapsed`]), and reads the server's own `error_timeout` result as that timeout,
+//! so whichever side notices first, the user sees `timeout_pending` or `timeout_no_plan`.
 
 use std::time::Duration;
 
@@ -15,13 +20,18 @@ use ultraplan_protocol::{ExitPlanModeScanner, ScanError, ScanResult, derive_phas
 use crate::api::ApiError;
 use crate::state::{FailureReason, Outcome};
 
+/// The `result` subtype the server appends when the session runs past `timeout_seconds`.
+const SERVER_TIMEOUT: &str = "error_timeout";
+
 /// Timing and patience of the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PollConfig {
     /// Pause between polls.
     pub interval: Duration,
-    /// The watch gives up this long after it started.
+    /// The session's time limit, measured from its creation.
     pub timeout: Duration,
+    /// How long the session had already run when the watch started (zero when unknown).
+    pub elapsed: Duration,
     /// Consecutive transient failures that end the watch.
     pub max_transient_failures: u32,
 }
@@ -31,6 +41,7 @@ impl Default for PollConfig {
         Self {
             interval: Duration::from_secs(POLL_INTERVAL_SECS),
             timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECONDS),
+            elapsed: Duration::ZERO,
             max_transient_failures: MAX_TRANSIENT_POLL_FAILURES,
         }
     }
@@ -101,16 +112,19 @@ pub struct Machine {
     config: PollConfig,
     scanner: ExitPlanModeScanner,
     started: Duration,
+    /// What is left of the time limit at `started`.
+    budget: Duration,
     view: View,
 }
 
 impl Machine {
-    /// A machine started at `now` (any monotonic origin).
+    /// A machine started at `now` (any monotonic origin), `config.elapsed` into the session.
     pub fn new(config: PollConfig, now: Duration) -> Self {
         Self {
             config,
             scanner: ExitPlanModeScanner::new(),
             started: now,
+            budget: config.timeout.saturating_sub(config.elapsed),
             view: View::default(),
         }
     }
@@ -166,10 +180,18 @@ impl Machine {
                 return self.succeed(Outcome::Approved, plan);
             }
             Ok(ScanResult::Teleport { plan }) => return self.succeed(Outcome::Teleport, plan),
+            Ok(ScanResult::Terminated { subtype }) if subtype == SERVER_TIMEOUT => {
+                return self.time_out();
+            }
             Ok(ScanResult::Terminated { subtype }) => {
                 return self.fail(FailureReason::Terminated, Some(subtype));
             }
             Ok(ScanResult::Rejected { .. } | ScanResult::Pending | ScanResult::Unchanged) => {}
+        }
+        // Past the limit, the server archives the session on its own: that is the timeout,
+        // not a stop from elsewhere.
+        if self.past_limit(now) {
+            return self.time_out();
         }
         if tick.status == SessionStatus::Archived {
             return self.fail(
@@ -211,12 +233,25 @@ impl Machine {
         }
     }
 
+    fn past_limit(&self, now: Duration) -> bool {
+        now.saturating_sub(self.started) >= self.budget
+    }
+
     fn continue_or_time_out(&mut self, now: Duration) -> Vec<Action> {
-        if now.saturating_sub(self.started) < self.config.timeout {
-            return vec![Action::WriteState, Action::Sleep(self.config.interval)];
+        if self.past_limit(now) {
+            return self.time_out();
         }
-        let minutes = self.config.timeout.as_secs() / 60;
-        let detail = Some(format!("after {minutes} min"));
+        vec![Action::WriteState, Action::Sleep(self.config.interval)]
+    }
+
+    /// Ends the watch on the session's time limit, telling a pending plan from none.
+    fn time_out(&mut self) -> Vec<Action> {
+        let secs = self.config.timeout.as_secs();
+        let detail = Some(if secs.is_multiple_of(60) {
+            format!("after {} min", secs / 60)
+        } else {
+            format!("after {secs} s")
+        });
         if self.scanner.has_pending_plan() {
             self.fail(FailureReason::TimeoutPending, detail)
         } else {

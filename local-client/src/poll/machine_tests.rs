@@ -126,18 +126,7 @@ fn rejection_counts_and_keeps_polling() {
 #[test]
 fn terminated_and_marker_missing_archive() {
     let mut m = machine();
-    let end = stamp(
-        1,
-        EventBody::Result(ResultEvent {
-            subtype: "error_during_execution".into(),
-            is_error: true,
-            result: None,
-            num_turns: None,
-            duration_ms: None,
-            usage: None,
-            patch: None,
-        }),
-    );
+    let end = server_result(1, "error_during_execution");
     assert_eq!(
         m.step(tick(vec![end], SessionStatus::Idle), secs(0)),
         FAILED
@@ -187,6 +176,95 @@ fn timeouts_tell_pending_from_no_plan() {
         FAILED
     );
     assert_eq!(m.view().failure, Some(FailureReason::TimeoutPending));
+}
+
+fn server_result(id: i64, subtype: &str) -> Event {
+    stamp(
+        id,
+        EventBody::Result(ResultEvent {
+            subtype: subtype.into(),
+            is_error: true,
+            result: None,
+            num_turns: None,
+            duration_ms: None,
+            usage: None,
+            patch: None,
+        }),
+    )
+}
+
+#[test]
+fn the_servers_timeout_result_is_the_timeout_it_is() {
+    // (events before the result, whether a plan was pending, the reason the user sees)
+    let table = [
+        (vec![], FailureReason::TimeoutNoPlan),
+        (vec![plan_call(1, "t1")], FailureReason::TimeoutPending),
+    ];
+    for (before, reason) in table {
+        let mut m = machine();
+        m.step(tick(before, SessionStatus::RequiresAction), secs(0));
+        let end = server_result(9, "error_timeout");
+        // The server archives the session as it times it out.
+        assert_eq!(
+            m.step(tick(vec![end], SessionStatus::Archived), secs(3)),
+            FAILED,
+            "{reason}"
+        );
+        assert_eq!(m.view().failure, Some(reason));
+        assert_eq!(m.view().failure_detail.as_deref(), Some("after 30 min"));
+    }
+    // Any other error result is a termination.
+    let mut m = machine();
+    m.step(tick(vec![plan_call(1, "t1")], SessionStatus::Idle), secs(0));
+    let end = server_result(2, "error_max_turns");
+    assert_eq!(
+        m.step(tick(vec![end], SessionStatus::Idle), secs(3)),
+        FAILED
+    );
+    assert_eq!(m.view().failure, Some(FailureReason::Terminated));
+}
+
+#[test]
+fn the_limit_is_measured_from_the_sessions_creation() {
+    // The session had run 8 s of its 10 when the watch started at 100.
+    let config = PollConfig {
+        timeout: secs(10),
+        elapsed: secs(8),
+        ..PollConfig::default()
+    };
+    let mut m = Machine::new(config, secs(100));
+    assert_eq!(
+        m.step(tick(vec![], SessionStatus::Running), secs(101)),
+        [Action::WriteState, SLEEP]
+    );
+    assert_eq!(
+        m.step(tick(vec![], SessionStatus::Running), secs(102)),
+        FAILED
+    );
+    assert_eq!(m.view().failure, Some(FailureReason::TimeoutNoPlan));
+    assert_eq!(m.view().failure_detail.as_deref(), Some("after 10 s"));
+
+    // Past the limit, the archive the server makes is the timeout, not a stop; an approval
+    // that arrived in time still wins.
+    let late = PollConfig {
+        timeout: secs(10),
+        elapsed: secs(30),
+        ..PollConfig::default()
+    };
+    let mut m = Machine::new(late, secs(0));
+    assert_eq!(
+        m.step(
+            tick(vec![plan_call(1, "t1")], SessionStatus::Archived),
+            secs(0)
+        ),
+        FAILED
+    );
+    assert_eq!(m.view().failure, Some(FailureReason::TimeoutPending));
+    let mut m = Machine::new(late, secs(0));
+    let approve = Decision::Approve { plan: None };
+    let events = vec![plan_call(1, "t1"), decision(2, "t1", &approve)];
+    m.step(tick(events, SessionStatus::Running), secs(0));
+    assert_eq!(m.view().outcome, Some(Outcome::Approved));
 }
 
 #[test]

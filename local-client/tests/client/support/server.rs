@@ -114,6 +114,9 @@ struct Inner {
     url: String,
     /// The `execution` last served.
     execution: Option<Value>,
+    /// When the session was created: the server start, as the watch measures the session's
+    /// time limit from it.
+    created_at: String,
 }
 
 type Shared = Arc<Mutex<Inner>>;
@@ -137,6 +140,9 @@ impl Server {
             recorded: Recorded::default(),
             url: String::new(),
             execution: None,
+            created_at: time::OffsetDateTime::now_utc()
+                .format(&time::format_description::well_known::Rfc3339)
+                .expect("format now"),
         }));
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -305,7 +311,7 @@ fn resource(inner: &Inner, title: &str) -> Value {
         "type": "session", "id": SESSION_ID, "title": title,
         "session_status": inner.status, "phase": "running",
         "url": format!("{}/sessions/{SESSION_ID}", inner.url),
-        "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+        "created_at": inner.created_at, "updated_at": inner.created_at,
         "session_context": inner.config.session_context,
         "usage": {"input_tokens": 1200, "output_tokens": 34},
         "last_event_id": inner.next_id, "plan_revisions": 0,
