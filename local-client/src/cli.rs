@@ -218,6 +218,62 @@ pub enum Command {
         #[arg(value_name = "PATH", default_value = ".")]
         path: PathBuf,
     },
+    /// Print a session's timeline: messages, assistant text, tool calls, todo updates,
+    /// subagents, plans, decisions and results.
+    ///
+    /// Everything the server sends is sanitised first. With --json, one JSON object per line:
+    /// {"id", "created_at", "kind", "subagent", "tool", "text", "is_error"} (see the README).
+    #[command(
+        after_help = "Exit status: 0 printed (following: the session ended, or Ctrl-C); \
+                            1 an error (unknown session, the server); 2 usage errors."
+    )]
+    Logs {
+        #[command(flatten)]
+        session: SessionId,
+        /// Follow the session live; return when it ends (archived, or its agent stopped).
+        #[arg(long, short = 'f')]
+        follow: bool,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Send a message to a session's agent: answer its question or steer it.
+    ///
+    /// A waiting agent reads it at once; a busy one (working, or waiting for a plan
+    /// decision) queues it. Says when the server stored it, with its event id.
+    Message {
+        #[command(flatten)]
+        session: SessionId,
+        /// The message.
+        #[arg(value_name = "TEXT", allow_hyphen_values = true)]
+        text: String,
+        /// Print the delivery as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Wait until a session reaches a phase.
+    ///
+    /// plan: a plan is ready for review (or was already decided). decided: a plan was
+    /// approved or teleported. done: a teleported plan, or an approved plan whose remote
+    /// execution finished.
+    #[command(
+        after_help = "Exit status: 0 reached; 1 an error (unknown session, the server); 2 usage \
+                      errors; 3 --timeout passed first; 4 the session ended before reaching it \
+                      (archived, or its agent stopped); 130 interrupted (Ctrl-C)."
+    )]
+    Wait {
+        #[command(flatten)]
+        session: SessionId,
+        /// The phase to wait for.
+        #[arg(long, value_enum, default_value = "plan")]
+        until: ultraplan::script::wait::Until,
+        /// Give up after this many seconds (exit status 3).
+        #[arg(long, value_name = "S")]
+        timeout: Option<u64>,
+        /// Print the final state as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Integrations with other tools.
     Hook {
         #[command(subcommand)]
@@ -248,6 +304,9 @@ impl Command {
             Self::Keyword { .. } => "keyword",
             Self::Watch { .. } => "watch",
             Self::Bundle { .. } => "bundle",
+            Self::Logs { .. } => "logs",
+            Self::Message { .. } => "message",
+            Self::Wait { .. } => "wait",
             Self::Hook { .. } => "hook claude-code",
         }
     }
@@ -298,6 +357,47 @@ mod tests {
         assert_eq!(cli.global.server.as_deref(), Some("http://x"));
         assert!(parse(&["reject", "s1"]).is_err());
         assert!(parse(&["hook", "claude-code"]).is_ok());
+    }
+
+    #[test]
+    fn session_script_flags() {
+        use ultraplan::script::wait::Until;
+        let cli = parse(&["logs", "s1", "-f", "--json"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Some(Command::Logs {
+                follow: true,
+                json: true,
+                ..
+            })
+        ));
+        let cli = parse(&["message", "s1", "-steer left"]).unwrap();
+        assert!(
+            matches!(cli.command, Some(Command::Message { ref text, json: false, .. }) if text == "-steer left")
+        );
+        let cli = parse(&["wait", "s1"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Some(Command::Wait {
+                until: Until::Plan,
+                timeout: None,
+                json: false,
+                ..
+            })
+        ));
+        let cli = parse(&["wait", "s1", "--until", "done", "--timeout", "5", "--json"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Some(Command::Wait {
+                until: Until::Done,
+                timeout: Some(5),
+                json: true,
+                ..
+            })
+        ));
+        assert!(parse(&["wait", "s1", "--until", "later"]).is_err());
+        assert!(parse(&["wait", "s1", "--timeout", "-1"]).is_err());
+        assert!(parse(&["message", "s1"]).is_err());
     }
 
     #[test]

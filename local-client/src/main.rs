@@ -101,6 +101,22 @@ async fn session_command(env: &Env, command: Command) -> anyhow::Result<ExitCode
         }
         Command::Teleport(s) => cmd::review::teleport(env, &s.id).await,
         Command::Pull(args) => cmd::pull::command(env, &args).await,
+        Command::Logs {
+            session,
+            follow,
+            json,
+        } => cmd::logs::command(env, &session.id, follow, json).await,
+        Command::Message {
+            session,
+            text,
+            json,
+        } => cmd::message::command(env, &session.id, &text, json).await,
+        Command::Wait {
+            session,
+            until,
+            timeout,
+            json,
+        } => cmd::wait::command(env, &session.id, until, timeout, json).await,
         other => anyhow::bail!("`{}` is handled elsewhere", other.name()),
     }
 }

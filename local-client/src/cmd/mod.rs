@@ -6,12 +6,15 @@
 pub mod hook;
 pub mod launch;
 pub mod login;
+pub mod logs;
+pub mod message;
 pub mod pending;
 pub mod pull;
 pub mod repl;
 pub mod review;
 pub mod sessions;
 pub mod ui;
+pub mod wait;
 pub mod watch;
 
 use anyhow::Context;

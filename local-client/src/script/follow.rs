@@ -40,6 +40,11 @@ impl<'a> Follow<'a> {
         }
     }
 
+    /// The session followed.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
     /// The id of the last event seen (0 before any).
     pub fn cursor(&self) -> i64 {
         self.cursor
