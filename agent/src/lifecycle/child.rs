@@ -4,14 +4,14 @@
 //! `parent_tool_use_id`; a child never talks to the user and never ends the session.
 
 use ultraplan_protocol::model::{
-    Message, ModelError, ModelErrorKind, ModelResponse, StopReason, Usage,
+    Message, ModelError, ModelErrorKind, ModelRequest, ModelResponse, StopReason, Usage,
 };
 
 use super::{Effect, Ids};
 use crate::config::AgentConfig;
 use crate::context::{self, Prefix};
 use crate::conversation::{
-    ToolCall, for_task, reply, text_of, tool_calls, user, user_event, user_text,
+    ToolCall, estimate_tokens, for_task, reply, text_of, tool_calls, user, user_event, user_text,
 };
 use crate::plan_tools::todo::{self, TodoState};
 use crate::prompts::CONTINUE_NUDGE;
@@ -118,6 +118,41 @@ impl Child {
         self.spec.slot
     }
 
+    /// Its request prefix (system prompt and tools).
+    pub(super) fn prefix(&self) -> &Prefix {
+        &self.spec.prefix
+    }
+
+    /// Estimated tokens of the request prefix it shares with siblings of the same kind, and of
+    /// the part of it that was already in the prompt cache when it was created (call it before
+    /// the child starts). A fresh child
+    /// shares its system prompt and tools; a fork also shares the caller's history, which the
+    /// caller's last request wrote, up to the forking message and its placeholders.
+    pub(super) fn shared_tokens(&self) -> (usize, usize) {
+        let prefix = self.spec.prefix.tokens();
+        if self.spec.definition.is_some() {
+            return (prefix, 0);
+        }
+        let forking = self.messages.len().saturating_sub(2);
+        let cached = prefix + estimate_tokens(&self.messages[..forking]);
+        let mut added = self.messages[forking..].to_vec();
+        if let Some(last) = added.last_mut() {
+            last.content.pop(); // its own directive
+        }
+        let added = estimate_tokens(&added);
+        (cached + added, cached)
+    }
+
+    /// Its next model request, as it stands now.
+    pub(super) fn request(&self, config: &AgentConfig) -> ModelRequest {
+        let messages = if self.spec.definition.is_none() {
+            fork::request_messages(&self.messages)
+        } else {
+            context::turn_messages(&self.spec.prefix, &self.messages, &config.context)
+        };
+        self.spec.prefix.request(messages, config.max_output_tokens)
+    }
+
     /// Starts the loop: reports the start, shows the prompt, asks the model.
     pub(super) fn start(&mut self, env: &mut Env<'_>) -> Step {
         self.started_ms = env.now_ms;
@@ -143,15 +178,7 @@ impl Child {
                 )),
             });
         }
-        let messages = if self.spec.definition.is_none() {
-            fork::request_messages(&self.messages)
-        } else {
-            context::turn_messages(&self.spec.prefix, &self.messages, &env.config.context)
-        };
-        let request = self
-            .spec
-            .prefix
-            .request(messages, env.config.max_output_tokens);
+        let request = self.request(env.config);
         let request_id = env.ids.request();
         env.out.push(Effect::Request {
             request_id: request_id.clone(),

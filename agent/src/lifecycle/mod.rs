@@ -13,7 +13,8 @@
 //!   ends the session;
 //! - `tasks`: `Task` calls of the main agent, answered by subagents (`child`) that run
 //!   concurrently, each with its own model requests and tool batches. Replies are routed by
-//!   request id and batch id to the agent that is waiting for them.
+//!   request id and batch id to the agent that is waiting for them. Children that start
+//!   together with one prefix may first warm the prompt cache (`warm_up`).
 
 mod batch;
 mod child;
@@ -22,11 +23,8 @@ mod resume;
 mod tasks;
 mod turn;
 mod user;
+mod warm_up;
 
-#[cfg(test)]
-mod test_harness;
-#[cfg(test)]
-mod tests;
 #[cfg(test)]
 mod execute_tests;
 #[cfg(test)]
@@ -34,7 +32,13 @@ mod resume_tests;
 #[cfg(test)]
 mod tasks_tests;
 #[cfg(test)]
+mod test_harness;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
 mod user_tests;
+#[cfg(test)]
+mod warm_up_tests;
 
 pub use turn::ERROR_DURING_EXECUTION;
 
@@ -112,6 +116,8 @@ enum Owner {
     Main,
     /// The subagent of this Task tool_use.
     Task(String),
+    /// The cache warm-up of these subagents, which start when it returns.
+    WarmUp(Vec<String>),
 }
 
 /// Request and batch ids, unique across the main agent and its subagents.

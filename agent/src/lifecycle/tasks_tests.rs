@@ -66,14 +66,16 @@ fn parallel_subagents_are_routed_by_request_and_answer_with_notifications() {
         task("tb", Some("explore"), "QB"),
         task("tc", Some("critique"), "QC"),
     ];
-    let effects = fan_out(&mut agent, blocks);
+    let fanned = fan_out(&mut agent, blocks);
     let started = ["system", "user", "request"];
-    let mut want = vec!["assistant", "system", "system", "system"];
-    for _ in 0..3 {
-        want.extend(started);
-    }
+    let mut want = vec!["assistant", "system", "system", "system", "request"];
+    want.extend(started);
     want.push("tools:Glob");
-    assert_eq!(labels(&effects), want);
+    assert_eq!(labels(&fanned), want, "the explorers wait for a warm-up");
+    let (warm_up, _) = request_for(&fanned, "QA");
+    let mut effects = model(&mut agent, &warm_up, say("."));
+    assert_eq!(labels(&effects), [started, started].concat());
+    effects.extend(fanned);
     let (a, request_a) = request_for(&effects, "QA");
     let (b, _) = request_for(&effects, "QB");
     let (c, request_c) = request_for(&effects, "QC");
@@ -124,8 +126,8 @@ fn parallel_subagents_are_routed_by_request_and_answer_with_notifications() {
     );
     assert_eq!(
         agent.usage().input_tokens,
-        40,
-        "main turn plus three subagents"
+        50,
+        "main turn, warm-up and three subagents"
     );
 }
 
@@ -141,7 +143,9 @@ fn subagents_beyond_the_cap_wait_for_a_free_slot() {
         task("t2", Some("explore"), "Q2"),
         task("t3", Some("explore"), "Q3"),
     ];
-    let effects = fan_out(&mut agent, blocks);
+    let fanned = fan_out(&mut agent, blocks);
+    assert_eq!(requests(&fanned).len(), 1, "one warm-up for the first two");
+    let effects = model(&mut agent, &request_id(&fanned), say("."));
     assert_eq!(requests(&effects).len(), 2);
     let (first, _) = request_for(&effects, "Q1");
     let next = model(&mut agent, &first, say("one"));

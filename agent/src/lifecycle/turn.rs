@@ -77,6 +77,7 @@ impl Agent {
         match self.requests.remove(request_id) {
             Some(Owner::Main) => {}
             Some(Owner::Task(task_id)) => return self.on_task_model(&task_id, result, out),
+            Some(Owner::WarmUp(task_ids)) => return self.on_warmed(task_ids, result, out),
             None => {
                 return tracing::warn!(request_id, "ignoring a reply to no outstanding request");
             }
