@@ -16,4 +16,6 @@ mod pull_download;
 mod pull_safety;
 mod repl;
 mod sanitized;
+mod session_message;
+mod session_script;
 mod support;
