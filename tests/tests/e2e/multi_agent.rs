@@ -1,7 +1,9 @@
 //! Multi-agent planning through the real server binary (bwrap, the Anthropic gateway against
 //! the fake): the `three_subagents_with_critique` variant runs three explorers in parallel, a
-//! critique after the synthesis, and a plan that takes the critique in; and fork children
-//! share their parent's request prefix byte for byte.
+//! critique after the synthesis, and a plan that takes the critique in, the explorers after
+//! one prompt-cache warm-up; and fork children share their parent's request prefix byte for
+//! byte. Both report the share of prompt bytes inside a finished cache prefix and assert a
+//! floor under it.
 
 use std::time::Duration;
 
@@ -24,11 +26,16 @@ enum Who {
     Explorer,
     Critic,
     Fork,
+    /// The agent's prompt-cache warm-up before subagents that share a prefix start.
+    WarmUp,
 }
 
 fn who(req: &RecordedRequest) -> Who {
     let system = req.system_text();
-    if system.starts_with(EXPLORER) {
+    let max_tokens = req.json.as_ref().and_then(|j| j["max_tokens"].as_u64());
+    if max_tokens == Some(1) {
+        Who::WarmUp
+    } else if system.starts_with(EXPLORER) {
         Who::Explorer
     } else if system.starts_with(CRITIC) {
         Who::Critic
@@ -68,6 +75,7 @@ fn critique_script() -> Script {
             }
             Who::Critic => Reply::text(CRITIQUE),
             Who::Fork => Reply::text("unexpected fork"),
+            Who::WarmUp => Reply::text("."),
             Who::Main => main_turn(&req.tool_results()),
         }
     })
@@ -249,12 +257,41 @@ async fn critique_variant_explores_in_parallel_then_critiques_the_draft() {
             .filter(|e| e.body.parent_tool_use_id() == Some(id));
         assert!(traffic.count() >= 2, "prompt and answer of {id}");
     }
+    let warm_ups = of(&requests, Who::WarmUp);
+    assert_eq!(warm_ups.len(), 1, "one warm-up for the three explorers");
+    let warm_up = warm_ups[0];
+    assert!(
+        explorers
+            .iter()
+            .any(|e| cache_blocks(e) == cache_blocks(warm_up)),
+        "the warm-up is an explorer's own first request"
+    );
+    let warmed = warm_up.completed_at.expect("warm-up completed");
+    assert!(
+        explorers.iter().all(|e| e.received_at >= warmed),
+        "the explorers start once the warm-up has returned"
+    );
     let (any, strict) = report_cache_share("critique variant", &requests);
-    assert!(any >= strict && strict > 0.0);
+    assert!(any >= strict);
+    assert!(
+        strict >= CRITIQUE_CACHE_FLOOR,
+        "cache share {strict:.1}% is below {CRITIQUE_CACHE_FLOOR}%"
+    );
 }
+
+/// The cache shares asserted: floors under what the fake computes from the request bytes and
+/// their order (each request is sent only after the one it reads from was answered), not
+/// from timing. With the warm-up the critique variant reaches 67.5 % (49.8 % without); the
+/// rest of its prompt bytes are the first main request and the explorer and critic system
+/// prompts, which nothing earlier in the session wrote. Forks reach 76.1 %.
+const CRITIQUE_CACHE_FLOOR: f64 = 65.0;
+const FORK_CACHE_FLOOR: f64 = 75.0;
 
 fn fork_script() -> Script {
     Script::from_fn(|req: &RecordedRequest| {
+        if who(req) == Who::WarmUp {
+            return Reply::text(".");
+        }
         if who(req) == Who::Fork {
             let directive = req.last_user_text().unwrap_or_default();
             let tag = if directive.contains("FORK-A") {
@@ -303,10 +340,14 @@ async fn fork_children_share_a_byte_identical_prefix() {
     }
     let done = finished(&events);
     assert_eq!(done.len(), 2);
+    assert!(
+        of(&requests, Who::WarmUp).is_empty(),
+        "no warm-up: the caller's last request already wrote most of the forks' prefix"
+    );
     let (_, strict) = report_cache_share("fork", &requests);
     assert!(
-        strict >= 60.0,
-        "cache share {strict:.1}% is below the 60% goal"
+        strict >= FORK_CACHE_FLOOR,
+        "cache share {strict:.1}% is below {FORK_CACHE_FLOOR}%"
     );
 }
 
