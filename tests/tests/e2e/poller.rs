@@ -21,16 +21,16 @@ use ultraplan_tests::harness::{ServerProcess, workspace_bin};
 const INTERVAL_MS: &str = "150";
 
 /// A home directory for the client, and the repository it launches from.
-struct Terminal {
+pub(super) struct Terminal {
     _dir: tempfile::TempDir,
-    home: PathBuf,
-    repo: PathBuf,
+    pub(super) home: PathBuf,
+    pub(super) repo: PathBuf,
     server_url: String,
     token: String,
 }
 
 impl Terminal {
-    fn new(server_url: &str, token: &str) -> Self {
+    pub(super) fn new(server_url: &str, token: &str) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let home = dir.path().join("home");
         let repo = dir.path().join("repo");
@@ -69,9 +69,14 @@ impl Terminal {
         }
     }
 
-    fn run(&self, args: &[&str]) -> Output {
-        std::process::Command::new(workspace_bin("ultraplan").expect("client"))
-            .args(args)
+    pub(super) fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("run ultraplan")
+    }
+
+    /// `ultraplan <args>` in the repository, with this terminal's home and server.
+    pub(super) fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new(workspace_bin("ultraplan").expect("client"));
+        cmd.args(args)
             .current_dir(&self.repo)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -83,13 +88,12 @@ impl Terminal {
             .env("ULTRAPLAN_SERVER", &self.server_url)
             .env("ULTRAPLAN_TOKEN", &self.token)
             .env("ULTRAPLAN_POLL_INTERVAL_MS", INTERVAL_MS)
-            .env("ULTRAPLAN_LOG", "info")
-            .output()
-            .expect("run ultraplan")
+            .env("ULTRAPLAN_LOG", "info");
+        cmd
     }
 
     /// `ultraplan launch --yes --json` with the detached poller; returns the session id.
-    fn launch(&self) -> String {
+    pub(super) fn launch(&self) -> String {
         let out = self.run(&[
             "launch",
             "--yes",
@@ -107,18 +111,23 @@ impl Terminal {
     }
 
     /// The poller's state file, once it exists and parses.
-    fn state(&self, id: &str) -> Option<Value> {
+    pub(super) fn state(&self, id: &str) -> Option<Value> {
         let bytes = std::fs::read(self.state_path(id)).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 
     /// The detached poller's log: one line per pill change.
-    fn log(&self, id: &str) -> String {
+    pub(super) fn log(&self, id: &str) -> String {
         std::fs::read_to_string(self.state_path(id).with_extension("log")).unwrap_or_default()
     }
 
     /// Waits (bounded) until the state file satisfies `done`.
-    async fn wait_state(&self, id: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    pub(super) async fn wait_state(
+        &self,
+        id: &str,
+        what: &str,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
         for _ in 0..1200 {
             if let Some(state) = self.state(id).filter(|s| done(s)) {
                 return state;
@@ -133,7 +142,7 @@ impl Terminal {
     }
 }
 
-fn text(out: &Output) -> String {
+pub(super) fn text(out: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -141,7 +150,7 @@ fn text(out: &Output) -> String {
     )
 }
 
-fn is_ready(state: &Value) -> bool {
+pub(super) fn is_ready(state: &Value) -> bool {
     state["phase"] == "plan_ready" && state["outcome"].is_null()
 }
 
@@ -161,7 +170,7 @@ fn planning_script() -> Script {
     })
 }
 
-async fn server_with(script: Script) -> (FakeAnthropic, ServerProcess) {
+pub(super) async fn server_with(script: Script) -> (FakeAnthropic, ServerProcess) {
     let fake = FakeAnthropic::start(script).await;
     let server = ServerProcess::with_fake_anthropic("bwrap", &fake.base_url())
         .await
@@ -198,7 +207,7 @@ async fn decide(server: &ServerProcess, id: &str, body: Value) {
     assert_eq!(status, 200, "{reply}");
 }
 
-async fn session_status(server: &ServerProcess, id: &str) -> String {
+pub(super) async fn session_status(server: &ServerProcess, id: &str) -> String {
     let session = server.session(id).await.expect("session");
     session["session_status"]
         .as_str()
@@ -206,7 +215,7 @@ async fn session_status(server: &ServerProcess, id: &str) -> String {
         .to_owned()
 }
 
-async fn wait_archived(server: &ServerProcess, id: &str) {
+pub(super) async fn wait_archived(server: &ServerProcess, id: &str) {
     for _ in 0..400 {
         if session_status(server, id).await == "archived" {
             return;
@@ -217,7 +226,7 @@ async fn wait_archived(server: &ServerProcess, id: &str) {
 }
 
 /// The pill lines the detached poller logged, in order.
-fn pill_lines(log: &str) -> Vec<String> {
+pub(super) fn pill_lines(log: &str) -> Vec<String> {
     log.lines()
         .filter_map(|l| {
             l.find('◇')
