@@ -1,12 +1,13 @@
 //! Fault injection for the end-to-end suites: a throwaway PostgreSQL the test stops and starts,
-//! a small tmpfs that fills up, a proxy that stalls a model stream mid-response, and a restart
-//! of the Docker daemon. Every guard undoes its fault when dropped, even when the test fails.
+//! a small tmpfs that fills up, a proxy that stalls a model stream mid-response, a proxy that
+//! slows uploads down, and a restart of the Docker daemon. Every guard undoes its fault when
+//! dropped, even when the test fails.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -273,6 +274,96 @@ fn take_one(budget: &AtomicUsize) -> bool {
             left.checked_sub(1)
         })
         .is_ok()
+}
+
+/// A TCP proxy that paces every upload (client to server) to `bytes_per_second`, in tenths of
+/// a second, and counts the bytes it has handed to the server. Downloads pass untouched. When
+/// the client's side closes (or dies), the server's side is dropped at once, as a connection
+/// cut mid-request would be. Its receive buffers are small, so what a client has written is
+/// mostly still in the client when it dies.
+pub struct ThrottlingProxy {
+    pub base_url: String,
+    rate: Arc<AtomicU64>,
+    uploaded: Arc<AtomicU64>,
+    task: JoinHandle<()>,
+}
+
+impl ThrottlingProxy {
+    pub async fn start(upstream: &str, bytes_per_second: u64) -> anyhow::Result<Self> {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.set_recv_buffer_size(64 * 1024)?;
+        socket.bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))?;
+        let listener = socket.listen(64)?;
+        let base_url = format!("http://{}", listener.local_addr()?);
+        let upstream = upstream
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_owned();
+        let rate = Arc::new(AtomicU64::new(bytes_per_second));
+        let uploaded = Arc::new(AtomicU64::new(0));
+        let (r, u) = (Arc::clone(&rate), Arc::clone(&uploaded));
+        let task = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let (upstream, r, u) = (upstream.clone(), Arc::clone(&r), Arc::clone(&u));
+                tokio::spawn(async move {
+                    let _ = paced_relay(client, &upstream, &r, &u).await;
+                });
+            }
+        });
+        Ok(ThrottlingProxy {
+            base_url,
+            rate,
+            uploaded,
+            task,
+        })
+    }
+
+    /// Bytes of uploads handed to the server so far, over every connection.
+    pub fn uploaded(&self) -> u64 {
+        self.uploaded.load(Ordering::SeqCst)
+    }
+
+    /// A new pace for every upload, from its next tenth of a second on.
+    pub fn set_rate(&self, bytes_per_second: u64) {
+        self.rate.store(bytes_per_second, Ordering::SeqCst);
+    }
+}
+
+impl Drop for ThrottlingProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn paced_relay(
+    client: TcpStream,
+    upstream: &str,
+    rate: &AtomicU64,
+    uploaded: &AtomicU64,
+) -> std::io::Result<()> {
+    let server = TcpStream::connect(upstream).await?;
+    let (mut client_rx, mut client_tx) = client.into_split();
+    let (mut server_rx, mut server_tx) = server.into_split();
+    let download = tokio::spawn(async move {
+        let _ = tokio::io::copy(&mut server_rx, &mut client_tx).await;
+    });
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let tenth = usize::try_from(rate.load(Ordering::SeqCst) / 10)
+            .unwrap_or(usize::MAX)
+            .clamp(1, buf.len());
+        let n = match client_rx.read(&mut buf[..tenth]).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if server_tx.write_all(&buf[..n]).await.is_err() {
+            break;
+        }
+        uploaded.fetch_add(n as u64, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    download.abort();
+    Ok(())
 }
 
 /// A Docker daemon of the test's own (its socket, data root, exec root and pid file in a temp

@@ -2,6 +2,7 @@
 //! daemon restarted while an agent runs, a data dir that fills up, a model stream that stalls,
 //! and a client that dies mid-upload. Each fault is undone by a guard, even on failure.
 
+mod client_kill;
 mod services;
 mod storage;
 

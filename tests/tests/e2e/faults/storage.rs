@@ -12,7 +12,7 @@ use ultraplan_tests::harness::{ServerProcess, demo_repo, plan_call, tarball};
 use super::*;
 
 /// Bytes of `n` hex characters that gzip cannot shrink much.
-fn noise(n: usize) -> String {
+pub(super) fn noise(n: usize) -> String {
     use sha2::{Digest, Sha256};
     let mut out = String::with_capacity(n + 64);
     let mut block = Sha256::digest(b"seed");

@@ -1,0 +1,168 @@
+//! The real `ultraplan launch` killed with SIGKILL half way through its bundle upload. A proxy
+//! paces the upload so the kill lands mid-body: the server must keep nothing of it (no staged
+//! files, no bundle, no session), go on serving, and take a fresh launch of the same repository.
+
+use std::path::Path;
+use std::time::Duration;
+
+use ultraplan_tests::faults::ThrottlingProxy;
+use ultraplan_tests::harness::{ServerProcess, plan_call};
+
+use super::eventually;
+use super::storage::noise;
+use crate::poller::{Terminal, text};
+
+/// Upload pace while the client is to be killed: a few seconds for the whole bundle.
+const SLOW: u64 = 512 * 1024;
+/// Bytes the server must have received before the kill.
+const PART: u64 = 1024 * 1024;
+
+/// Every file under the bundle store, staging area included.
+fn leftovers(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(leftovers(&path));
+        } else {
+            found.push(path.display().to_string());
+        }
+    }
+    found
+}
+
+/// Staging directories of uploads in progress (or left behind).
+fn staging_dirs(bundles: &Path) -> Vec<String> {
+    std::fs::read_dir(bundles.join(".staging"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path().display().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A repository whose bundle is far larger, even compressed, than what the client's socket
+/// buffers can hold, so the kill leaves most of it unsent.
+fn big_repo(term: &Terminal) {
+    let repo = &term.repo;
+    std::fs::create_dir_all(repo.join("assets")).expect("assets");
+    std::fs::write(repo.join("assets/blob.txt"), noise(32 * 1024 * 1024)).expect("blob");
+    for args in [
+        &["add", "-A"][..],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-qm",
+            "blob",
+        ],
+    ] {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(repo)
+            .status()
+            .expect("git");
+        assert!(ok.success(), "git {args:?}");
+    }
+}
+
+// The proxy runs on the test's runtime while the test waits on the client: two threads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_client_killed_mid_upload_leaves_nothing_behind() {
+    let server = ServerProcess::start(&[
+        ("ULTRAPLAN_RUNNER", "bwrap"),
+        ("ULTRAPLAN_MODEL", "offline"),
+    ])
+    .await
+    .expect("server");
+    let proxy = ThrottlingProxy::start(&server.base_url, SLOW)
+        .await
+        .expect("proxy");
+    let term = Terminal::new(&proxy.base_url, &server.token);
+    big_repo(&term);
+    let bundles = server.data_dir.join("bundles");
+    let launch = [
+        "launch",
+        "--yes",
+        "--json",
+        "--no-watch",
+        "fix the login bug",
+    ];
+
+    let mut client = term
+        .command(&launch)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn ultraplan");
+    eventually(
+        "the server receiving part of the upload",
+        || proxy.uploaded() >= PART && !leftovers(&bundles).is_empty(),
+        Duration::from_secs(120),
+    )
+    .await;
+    assert!(
+        client.try_wait().expect("client").is_none(),
+        "the client is still uploading"
+    );
+    client.kill().expect("kill -9");
+    let status = client.wait().expect("reap");
+    assert!(!status.success(), "{status:?}");
+    let at_kill = proxy.uploaded();
+    // What the dead client's kernel still held is delivered, then the connection ends.
+    proxy.set_rate(u64::MAX);
+
+    eventually(
+        "the half upload's files and staging going away",
+        || leftovers(&bundles).is_empty() && staging_dirs(&bundles).is_empty(),
+        Duration::from_secs(60),
+    )
+    .await;
+    let sent = proxy.uploaded();
+    eprintln!("killed at {at_kill} upload bytes through the proxy; {sent} once drained");
+    let (code, list) = server.get("/v1/sessions").await.expect("sessions");
+    assert_eq!(code, 200, "{list}");
+    assert_eq!(list["data"], serde_json::json!([]), "no session: {list}");
+    let health = reqwest::get(format!("{}/healthz", server.base_url))
+        .await
+        .expect("healthz");
+    assert!(health.status().is_success(), "the server still serves");
+
+    // A fresh launch uploads the whole bundle again (nothing of the half was kept) and plans.
+    let out = term.run(&launch);
+    assert!(out.status.success(), "{}", text(&out));
+    let whole = proxy.uploaded() - sent;
+    eprintln!("the fresh launch sent {whole} bytes");
+    assert!(
+        sent < whole,
+        "the killed client got only part of the bundle to the server: {sent} of {whole}"
+    );
+    let session: serde_json::Value = serde_json::from_slice(&out.stdout).expect("session json");
+    let id = session["id"].as_str().expect("id");
+    let resource = server.session(id).await.expect("session");
+    let sha = resource["bundle_id"].as_str().expect("bundle_id");
+    let head = reqwest::Client::new()
+        .head(format!("{}/v1/bundles/{sha}", server.base_url))
+        .bearer_auth(&server.token)
+        .send()
+        .await
+        .expect("head");
+    assert_eq!(head.status().as_u16(), 200, "the bundle is stored now");
+    assert!(
+        staging_dirs(&bundles).is_empty(),
+        "{:?}",
+        leftovers(&bundles)
+    );
+    let mut seen = Vec::new();
+    server
+        .wait_for(id, &mut seen, |e| plan_call(e).is_some())
+        .await
+        .expect("a plan over the bundle");
+}
