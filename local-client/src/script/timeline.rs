@@ -28,8 +28,8 @@ const MAX_SUMMARY_CHARS: usize = 100;
 /// Input fields that say what a tool call is about, most telling first.
 const SUMMARY_KEYS: [&str; 10] = [
     "file_path",
-    "path",
     "pattern",
+    "path",
     "command",
     "query",
     "url",

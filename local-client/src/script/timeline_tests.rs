@@ -174,7 +174,8 @@ fn summaries() {
     let long = "x".repeat(300);
     let cases = [
         (json!({"file_path": "a.rs", "limit": 3}), "a.rs"),
-        (json!({"pattern": "fn\nmain", "path": "src"}), "src"),
+        (json!({"pattern": "fn\nmain", "path": "src"}), "fn main"),
+        (json!({"path": "src"}), "src"),
         (json!({"command": "ls -la"}), "ls -la"),
         (json!({"n": 1}), "{\"n\":1}"),
         (json!({}), ""),
