@@ -41,11 +41,11 @@ pub async fn command(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let (client, _) = env.client()?;
-    session_or_explain(&client, id).await?;
+    let session = session_or_explain(&client, id).await?;
     let mut watch = Watch {
         follow: Follow::new(&client, id),
         progress: Progress::new(),
-        session: None,
+        session: Some(session),
     };
     let limit = async {
         match timeout {
