@@ -234,6 +234,8 @@ pub struct Agent {
 impl Agent {
     /// A state machine ready for [`Input::Begin`].
     pub fn new(setup: Setup) -> Self {
+        let offered: Vec<String> = setup.prefix.tools.iter().map(|t| t.name.clone()).collect();
+        let plan_mode = setup.settings.mode == ultraplan_protocol::frames::AgentMode::Plan;
         let mut messages = vec![setup.first_message];
         messages.extend(setup.rebuilt.messages);
         let counted = &messages[execute::phase_start(setup.settings.mode, &messages)..];
@@ -253,7 +255,7 @@ impl Agent {
             turns: u32::try_from(turns).unwrap_or(u32::MAX),
             ids: Ids::default(),
             requests: BTreeMap::new(),
-            team: tasks::Team::new(setup.subagents),
+            team: tasks::Team::new(setup.subagents, &offered, plan_mode),
             now_ms: 0,
             phase: Phase::Idle,
             overflow_retry_used: false,

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use ultraplan_protocol::frames::AgentMode;
-use ultraplan_protocol::model::{ModelError, ModelResponse};
+use ultraplan_protocol::model::{ModelError, ModelRequest, ModelResponse};
 
 use super::child::{Child, ChildSpec, Env, Finish, Step};
 use super::warm_up::{self, Shared};
@@ -41,18 +41,37 @@ pub(super) struct Team {
     /// Children's prefixes that an answered request wrote to the prompt cache, and when it
     /// was last used (milliseconds since the session started).
     written: Vec<(Prefix, u64)>,
+    /// How many leading tools of the main agent's subagents share (see `warm_up`).
+    shared_tools: Option<usize>,
 }
 
 impl Team {
-    pub(super) fn new(subagents: Option<Subagents>) -> Self {
+    /// The team of a main agent that offers `offered` tools.
+    pub(super) fn new(subagents: Option<Subagents>, offered: &[String], plan_mode: bool) -> Self {
         let (catalog, invalid) = match subagents {
             Some(s) => (Some(s.catalog), s.invalid),
             None => (None, Vec::new()),
         };
+        let offers_task = offered.iter().any(|name| task_tool::is_task(name));
+        let kinds: Vec<Vec<String>> = catalog
+            .iter()
+            .filter(|_| offers_task)
+            .flat_map(Catalog::agents)
+            .map(|def| filter::allowed(offered, Some(def), plan_mode))
+            .collect();
         Team {
             catalog,
             invalid,
+            shared_tools: warm_up::shared_tools(offered, &kinds),
             ..Team::default()
+        }
+    }
+
+    /// Puts a breakpoint after the tools subagents share on a main-agent request that has one
+    /// to spare, so subagents read their tool definitions from its cache entry.
+    pub(super) fn mark_shared_tools(&self, request: &mut ModelRequest) {
+        if let Some(shared) = self.shared_tools {
+            warm_up::mark_tool(request, shared - 1);
         }
     }
 

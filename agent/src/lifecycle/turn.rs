@@ -32,7 +32,8 @@ impl Agent {
         }
         let ctx = &self.config.context;
         let messages = context::turn_messages(&self.prefix, &self.messages, ctx);
-        let request = self.prefix.request(messages, self.config.max_output_tokens);
+        let mut request = self.prefix.request(messages, self.config.max_output_tokens);
+        self.team.mark_shared_tools(&mut request);
         self.send(Purpose::Turn, request, out);
     }
 

@@ -18,6 +18,15 @@
 //! last tool and the system prompt of every prefix it builds (and on a fork's last
 //! placeholder), and the gateway keeps breakpoints the agent placed, so the shared part of the
 //! siblings' requests ends at a breakpoint the warm-up request carries too.
+//!
+//! Subagents whose tools are the first tools the caller offers (the built-ins read with
+//! Glob, Grep and Read) can also read those from the caller's cache: the caller's request
+//! gets a breakpoint after them when it has one to spare (its first request has three), so
+//! the warm-up, and a lone subagent such as the critic, write only their own system prompt.
+
+use ultraplan_protocol::ContentBlock;
+use ultraplan_protocol::events::CacheControl;
+use ultraplan_protocol::model::ModelRequest;
 
 /// Anthropic's cache prices per input token, in hundredths of the base input price: writing
 /// an entry costs 1.25×, reading one 0.1×.
@@ -77,4 +86,53 @@ pub(super) fn groups<K: PartialEq>(keys: &[K]) -> Vec<Vec<usize>> {
 /// Whether an entry last written or read at `at_ms` is still alive at `now_ms`.
 pub(super) fn alive(at_ms: u64, now_ms: u64) -> bool {
     now_ms.saturating_sub(at_ms) < CACHE_TTL_MS
+}
+
+/// Most cache breakpoints one Anthropic request may carry (the gateway drops the earliest
+/// beyond it).
+pub(super) const MAX_BREAKPOINTS: usize = 4;
+
+/// Where in the caller's `offered` tools a breakpoint serves its subagents best
+/// (`subagents`: each type's allowed tools, in the caller's order): after the first `k`
+/// tools, where `k` is the whole tool list of some type and shorter than `offered` (at the
+/// end the caller's own last-tool breakpoint serves). A type whose tools start with the
+/// caller's first `k` reads those `k` from the entry; the choice maximises tools read, `k`
+/// times the types served, the longer on a tie.
+pub(super) fn shared_tools(offered: &[String], subagents: &[Vec<String>]) -> Option<usize> {
+    let lists: Vec<usize> = subagents
+        .iter()
+        .filter(|s| !s.is_empty() && offered.starts_with(s))
+        .map(Vec::len)
+        .collect();
+    let candidates = lists.iter().copied().filter(|&k| k < offered.len());
+    candidates.max_by_key(|&k| (k * lists.iter().filter(|&&n| n >= k).count(), k))
+}
+
+/// Puts a breakpoint on the tool at `index` when the request has one to spare; returns
+/// whether it did.
+pub(super) fn mark_tool(request: &mut ModelRequest, index: usize) -> bool {
+    if breakpoints(request) >= MAX_BREAKPOINTS {
+        return false;
+    }
+    match request.tools.get_mut(index) {
+        Some(tool) if tool.cache_control.is_none() => {
+            tool.cache_control = Some(CacheControl::ephemeral());
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The breakpoints a request carries.
+fn breakpoints(request: &ModelRequest) -> usize {
+    let tools = request.tools.iter().filter(|t| t.cache_control.is_some());
+    let system = request.system.iter().filter(|b| b.cache_control.is_some());
+    let blocks = request.messages.iter().flat_map(|m| &m.content);
+    let blocks = blocks.filter(|b| match b {
+        ContentBlock::Text { cache_control, .. }
+        | ContentBlock::ToolUse { cache_control, .. }
+        | ContentBlock::ToolResult { cache_control, .. } => cache_control.is_some(),
+        ContentBlock::Thinking { .. } => false,
+    });
+    tools.count() + system.count() + blocks.count()
 }

@@ -92,6 +92,85 @@ fn entries_live_five_minutes_from_their_last_use() {
     }
 }
 
+fn names(list: &str) -> Vec<String> {
+    list.split_whitespace().map(str::to_owned).collect()
+}
+
+#[test]
+fn the_shared_tools_breakpoint_serves_the_most_tool_reads() {
+    let offered = "Glob Grep Read TodoWrite Ask Exit Task";
+    let cases: [(&[&str], Option<usize>, &str); 8] = [
+        (&[], None, "no subagent types"),
+        (&["Glob Grep Read"], Some(3), "one type reads three"),
+        (
+            &[
+                "Glob Grep Read",
+                "Glob Grep Read",
+                "Glob Grep Read TodoWrite",
+            ],
+            Some(3),
+            "three types read three; four for one is worth less",
+        ),
+        (
+            &[
+                "Glob",
+                "Glob Grep Read TodoWrite",
+                "Glob Grep Read TodoWrite",
+            ],
+            Some(4),
+            "two types read four",
+        ),
+        (&["Grep Read"], None, "not the caller's first tools"),
+        (
+            &["Glob Grep Read TodoWrite Ask Exit Task"],
+            None,
+            "all: the last-tool mark serves",
+        ),
+        (&[""], None, "a type with no tools"),
+        (&["Glob Read"], None, "a gap in the caller's order"),
+    ];
+    for (kinds, want, why) in cases {
+        let kinds: Vec<Vec<String>> = kinds.iter().map(|k| names(k)).collect();
+        assert_eq!(shared_tools(&names(offered), &kinds), want, "{why}");
+    }
+}
+
+#[test]
+fn the_shared_tools_breakpoint_only_takes_a_spare_slot() {
+    use crate::conversation::user_text;
+    use crate::tools::{glob, grep, read};
+    use ultraplan_protocol::events::CacheControl;
+
+    let prefix = crate::prompts::prefix(
+        vec![glob::definition(), grep::definition(), read::definition()],
+        vec![],
+    );
+    let marked = |text: &str| {
+        let mut message = user_text(text);
+        crate::context::normalize::mark_cache(&mut message);
+        message
+    };
+    let cases = [
+        (
+            vec![marked("first")],
+            true,
+            "first request: three breakpoints",
+        ),
+        (vec![marked("first"), marked("last")], false, "four already"),
+        (vec![user_text("first")], true, "two breakpoints"),
+    ];
+    for (messages, want, why) in cases {
+        let mut request = prefix.request(messages, 100);
+        assert_eq!(mark_tool(&mut request, 0), want, "{why}");
+        let mark = request.tools[0].cache_control.clone();
+        assert_eq!(mark, want.then(CacheControl::ephemeral), "{why}");
+    }
+    let mut request = prefix.request(vec![user_text("x")], 100);
+    let last = request.tools.len() - 1;
+    assert!(!mark_tool(&mut request, last), "already marked");
+    assert!(!mark_tool(&mut request, 99), "no such tool");
+}
+
 // The warm-up through the state machine.
 
 use serde_json::{Value, json};
