@@ -281,10 +281,12 @@ async fn critique_variant_explores_in_parallel_then_critiques_the_draft() {
 
 /// The cache shares asserted: floors under what the fake computes from the request bytes and
 /// their order (each request is sent only after the one it reads from was answered), not
-/// from timing. With the warm-up the critique variant reaches 67.5 % (49.8 % without); the
-/// rest of its prompt bytes are the first main request and the explorer and critic system
-/// prompts, which nothing earlier in the session wrote. Forks reach 76.1 %.
-const CRITIQUE_CACHE_FLOOR: f64 = 65.0;
+/// from timing. The critique variant reaches 73.1 % (49.8 % with no warm-up; 65.0 % when the
+/// explorers are staggered instead; 67.5 % with the warm-up alone, before the main agent's
+/// first request marked the tools the explorers share). What stays outside is what nothing
+/// earlier in the session wrote: the first main request, the explorer and critic system
+/// prompts, and each main turn's new messages. Forks reach 76.1 %.
+const CRITIQUE_CACHE_FLOOR: f64 = 70.0;
 const FORK_CACHE_FLOOR: f64 = 75.0;
 
 fn fork_script() -> Script {
