@@ -14,7 +14,8 @@
 //! - `tasks`: `Task` calls of the main agent, answered by subagents (`child`) that run
 //!   concurrently, each with its own model requests and tool batches. Replies are routed by
 //!   request id and batch id to the agent that is waiting for them. Children that start
-//!   together with one prefix may first warm the prompt cache (`warm_up`).
+//!   together with one prefix may first warm the prompt cache (`warm_up` decides, `warming`
+//!   sends the warm-up and starts them when it returns).
 
 mod batch;
 mod child;
@@ -24,6 +25,7 @@ mod tasks;
 mod turn;
 mod user;
 mod warm_up;
+mod warming;
 
 #[cfg(test)]
 mod execute_tests;
