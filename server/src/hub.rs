@@ -50,6 +50,14 @@ impl EventHub {
     }
 
     /// Note that a client polled the session's events now.
+    /// Wake every waiting reader: changes may have been missed.
+    pub fn notify_all(&self) {
+        let channels = self.lock();
+        for sender in channels.by_session.values() {
+            sender.send_modify(|_| {});
+        }
+    }
+
     pub fn record_poll(&self, session_id: &str) {
         let mut channels = self.lock();
         match channels.last_poll.get_mut(session_id) {

@@ -14,6 +14,7 @@ pub mod hub;
 pub mod model_router;
 pub mod orchestrator;
 pub mod plans;
+pub mod replicas;
 pub mod retention;
 pub mod runner;
 pub mod sessions;
@@ -32,8 +33,11 @@ pub async fn start(
     config: Config,
     models: Arc<dyn orchestrator::ModelBackend>,
 ) -> Result<AppState, store::StoreError> {
-    let store = open(&config).await?;
+    let (store, changes) = open_store(&config, true).await?;
     let core = core::Core::new(config, store);
+    if let Some(changes) = changes {
+        replicas::follow(core.clone(), changes);
+    }
     retention::spawn(core.clone());
     let config = core.config.clone();
     runner::tmpfs::set_workspace_cap(config.workspace_max_bytes);
@@ -91,6 +95,14 @@ async fn executes(runner: &runner::Runner) -> bool {
 /// Connect to the configured database, apply migrations, and clear uploads that a previous
 /// process left half-done.
 pub async fn open(config: &Config) -> Result<Arc<dyn store::Store>, store::StoreError> {
+    Ok(open_store(config, false).await?.0)
+}
+
+/// Like [`open`]; with `follow`, also the changes other processes announce on the database.
+async fn open_store(
+    config: &Config,
+    follow: bool,
+) -> Result<(Arc<dyn store::Store>, Option<store::Changes>), store::StoreError> {
     let staging = config.bundles_dir().join(".staging");
     if staging.exists()
         && let Err(error) = std::fs::remove_dir_all(&staging)
@@ -105,7 +117,11 @@ pub async fn open(config: &Config) -> Result<Arc<dyn store::Store>, store::Store
             ))
         })?;
     }
-    let store = store::connect(config.database_url.expose()).await?;
+    let url = config.database_url.expose();
+    let (store, changes) = match follow {
+        true => store::connect_following(url).await?,
+        false => (store::connect(url).await?, None),
+    };
     store.migrate().await?;
-    Ok(store)
+    Ok((store, changes))
 }

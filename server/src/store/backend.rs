@@ -94,6 +94,11 @@ pub trait Backend: Send + Sync + 'static {
     async fn write_tx(&self) -> StoreResult<Box<dyn Tx>>;
     /// Apply this backend's embedded migrations.
     async fn migrate(&self) -> StoreResult<()>;
+    /// Tell other processes on this database that session `id` changed (nothing to tell where
+    /// one process owns the database).
+    async fn announce(&self, _session_id: &str) -> StoreResult<()> {
+        Ok(())
+    }
 }
 
 /// Implement [`Conn`] for a driver's pool and transactions, and [`Tx`] for the latter:

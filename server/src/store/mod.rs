@@ -9,6 +9,7 @@
 //! decision appends. The store makes each of those writes atomic.
 
 mod backend;
+mod cache;
 mod models;
 mod postgres;
 mod retention;
@@ -23,11 +24,12 @@ use ultraplan_protocol::events::{Event, EventBody};
 use ultraplan_protocol::model::Usage;
 use ultraplan_protocol::session::SessionStatus;
 
+pub use cache::CachedStore;
 pub use models::{
     AgentState, AppendEffects, BundleRow, DecideOutcome, FlagRow, LinkRow, ModelCall, NewPlan,
     NewSession, PatchRow, PlanRow, SessionRow, TokenRow, UserRow, WebSessionRow,
 };
-pub use postgres::PostgresStore;
+pub use postgres::{Change, Changes, PostgresStore};
 pub use retention::{Admission, Collected, stored_bytes};
 pub use sqlite::SqliteStore;
 
@@ -108,6 +110,14 @@ pub type StoreResult<T> = Result<T, StoreError>;
 pub trait Store: Send + Sync + 'static {
     /// Apply the embedded migrations.
     async fn migrate(&self) -> StoreResult<()>;
+    /// Tell other processes on the same database that session `id` changed, so they forget
+    /// what they remember of it and wake its pollers (PostgreSQL `NOTIFY`; nothing on SQLite,
+    /// which one process owns).
+    async fn announce(&self, session_id: &str) -> StoreResult<()>;
+    /// Forget what is remembered of session `id`: another process changed it.
+    fn forget(&self, _session_id: &str) {}
+    /// Forget everything remembered: announcements may have been missed.
+    fn forget_all(&self) {}
 
     // --- users and tokens ---
     async fn create_user(&self, name: &str) -> StoreResult<UserRow>;
@@ -256,15 +266,37 @@ pub trait Store: Send + Sync + 'static {
     async fn delete_web_session(&self, id: &str) -> StoreResult<()>;
 }
 
-/// Open the store a database URL names: `sqlite:` / `sqlite://` paths or `postgres://`.
+/// Open the store a database URL names (`sqlite:` / `sqlite://` paths or `postgres://`),
+/// behind the [`CachedStore`] that answers idle polls from memory.
 pub async fn connect(url: &str) -> StoreResult<std::sync::Arc<dyn Store>> {
-    if url.starts_with("sqlite:") {
-        Ok(std::sync::Arc::new(SqliteStore::connect(url).await?))
+    Ok(open_url(url, false).await?.0)
+}
+
+/// Like [`connect`], with the changes other processes announce on the same database (PostgreSQL
+/// only; a SQLite database belongs to one process).
+pub async fn connect_following(
+    url: &str,
+) -> StoreResult<(std::sync::Arc<dyn Store>, Option<Changes>)> {
+    open_url(url, true).await
+}
+
+async fn open_url(
+    url: &str,
+    follow: bool,
+) -> StoreResult<(std::sync::Arc<dyn Store>, Option<Changes>)> {
+    let (inner, changes): (std::sync::Arc<dyn Store>, _) = if url.starts_with("sqlite:") {
+        (std::sync::Arc::new(SqliteStore::connect(url).await?), None)
     } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Ok(std::sync::Arc::new(PostgresStore::connect(url).await?))
+        let store = PostgresStore::connect(url).await?;
+        let changes = match follow {
+            true => Some(store.changes().await?),
+            false => None,
+        };
+        (std::sync::Arc::new(store), changes)
     } else {
-        Err(StoreError::UnsupportedUrl(redact_url(url)))
-    }
+        return Err(StoreError::UnsupportedUrl(redact_url(url)));
+    };
+    Ok((std::sync::Arc::new(CachedStore::new(inner)), changes))
 }
 
 /// A database URL with any password replaced, for messages and logs.

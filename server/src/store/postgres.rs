@@ -11,6 +11,8 @@ use super::backend::{Arg, Backend, Conn, Row, Tx, impl_conn};
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
     pool: PgPool,
+    /// Names this process in its announcements, so it can skip its own.
+    origin: String,
 }
 
 impl PostgresStore {
@@ -27,7 +29,18 @@ impl PostgresStore {
             .test_before_acquire(true)
             .connect(url)
             .await?;
-        Ok(PostgresStore { pool })
+        let origin = uuid::Uuid::new_v4().simple().to_string();
+        Ok(PostgresStore { pool, origin })
+    }
+
+    /// Follow what other processes announce on this database.
+    pub async fn changes(&self) -> StoreResult<Changes> {
+        let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool).await?;
+        listener.listen(CHANNEL).await?;
+        Ok(Changes {
+            listener,
+            origin: self.origin.clone(),
+        })
     }
 }
 
@@ -45,6 +58,74 @@ impl Backend for PostgresStore {
     async fn migrate(&self) -> StoreResult<()> {
         Self::MIGRATOR.run(&self.pool).await?;
         Ok(())
+    }
+
+    async fn announce(&self, session_id: &str) -> StoreResult<()> {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(CHANNEL)
+            .bind(format!("{} {session_id}", self.origin))
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+}
+
+/// The notification channel that carries the ids of changed sessions between processes.
+pub const CHANNEL: &str = "ultraplan_sessions";
+
+/// What other processes announced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// This session changed.
+    Session(String),
+    /// The connection was lost and came back: announcements may have been missed.
+    Missed,
+}
+
+/// The sessions other processes on the same PostgreSQL database change, as they announce them
+/// (`<origin> <session id>`; this process's own announcements are skipped).
+pub struct Changes {
+    listener: sqlx::postgres::PgListener,
+    origin: String,
+}
+
+impl Changes {
+    /// The next change another process made; reconnects by itself when the connection drops
+    /// (and then says [`Change::Missed`]). An error means the database cannot be reached now.
+    pub async fn next(&mut self) -> StoreResult<Change> {
+        loop {
+            let Some(notification) = self.listener.try_recv().await? else {
+                return Ok(Change::Missed);
+            };
+            if let Some(change) = change_of(notification.payload(), &self.origin) {
+                return Ok(change);
+            }
+        }
+    }
+}
+
+/// The change an announcement's payload names, unless `origin` made it or it is malformed.
+fn change_of(payload: &str, origin: &str) -> Option<Change> {
+    let (from, session_id) = payload.split_once(' ')?;
+    (from != origin && !session_id.is_empty()).then(|| Change::Session(session_id.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn announcements_name_a_session_of_another_process() {
+        let cases = [
+            ("other s1", Some(Change::Session("s1".to_owned()))),
+            ("me s1", None),
+            ("other ", None),
+            ("garbage", None),
+            ("", None),
+        ];
+        for (payload, want) in cases {
+            assert_eq!(change_of(payload, "me"), want, "{payload:?}");
+        }
     }
 }
 

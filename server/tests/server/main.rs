@@ -10,6 +10,7 @@ mod events;
 mod execution;
 mod quota;
 mod ratelimits;
+mod replicas;
 mod retention;
 mod sandbox;
 mod sandbox_execution;

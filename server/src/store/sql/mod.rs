@@ -48,6 +48,10 @@ impl<B: Backend> Store for B {
         Backend::migrate(self).await
     }
 
+    async fn announce(&self, session_id: &str) -> StoreResult<()> {
+        Backend::announce(self, session_id).await
+    }
+
     async fn create_user(&self, name: &str) -> StoreResult<UserRow> {
         users::create(&mut *self.pool(), name).await
     }
