@@ -51,7 +51,7 @@ fn staging_dirs(bundles: &Path) -> Vec<String> {
 fn big_repo(term: &Terminal) {
     let repo = &term.repo;
     std::fs::create_dir_all(repo.join("assets")).expect("assets");
-    std::fs::write(repo.join("assets/blob.txt"), noise(32 * 1024 * 1024)).expect("blob");
+    std::fs::write(repo.join("assets/blob.txt"), noise(16 * 1024 * 1024)).expect("blob");
     for args in [
         &["add", "-A"][..],
         &[
