@@ -74,7 +74,8 @@ async fn assert_timed_out(server: &ServerProcess, term: &Terminal, id: &str, rea
 #[tokio::test]
 async fn a_plan_left_unreviewed_past_the_limit_is_timeout_pending() {
     let script = Script::from_fn(|_| Reply::exit_plan_mode("# Plan\n1. Reject empty users"));
-    let (_fake, server, term) = limited(script, 12).await;
+    // Long enough for the plan to be ready first on a loaded machine.
+    let (_fake, server, term) = limited(script, 20).await;
     let id = term.launch();
 
     let state = term.wait_state(&id, "plan_ready", is_ready).await;
@@ -84,7 +85,7 @@ async fn a_plan_left_unreviewed_past_the_limit_is_timeout_pending() {
     let state = term.state(&id).expect("state");
     let message = state["failure_message"].as_str().unwrap_or_default();
     assert!(
-        message.starts_with("Timed out waiting for your review") && message.contains("12 s"),
+        message.starts_with("Timed out waiting for your review") && message.contains("20 s"),
         "{state}"
     );
     let log = term.log(&id);
