@@ -1,18 +1,21 @@
-//! Thousands of idle sessions polled the way the terminal client polls them (docs/ARCHITECTURE.md
-//! §8: p99 under 50 ms per poll on 2 cores; memory per idle session in kilobytes). Every session is
-//! polled every 3 s, first with two requests (the session, then the events after the last id), then
-//! with the client's one (`include=session`); no agent runs, so every poll is the idle case. Then a
-//! second server holds REVIEW sessions awaiting review, each with its live agent in a bwrap
-//! sandbox (offline planner), polled the same way: memory per session on the server and in the
-//! agents. Runs the release server binary.
+//! Thousands of sessions polled the way the terminal client polls them (docs/ARCHITECTURE.md §8:
+//! p99 under 50 ms per poll on 2 cores, at most 100 µs of server CPU per idle poll, memory per
+//! idle session in kilobytes). Every session is polled every 3 s with the client's request
+//! (`after_id` = the newest event it has, `include=session`); no agent runs. First every session
+//! is idle; then ACTIVE % of them get a message every interval, and each message must reach its
+//! poller within one interval (the cache in front of the store stays fresh). Then a second server
+//! holds REVIEW sessions awaiting review, each with its live agent in a bwrap sandbox (offline
+//! planner): memory per session on the server and in the agents. Runs the release server binary,
+//! on SQLite, or on the PostgreSQL that `ULTRAPLAN_BENCH_DATABASE_URL` names.
 //!
-//!   bench/idle_pollers.sh [SESSIONS] [SECONDS] [REVIEW]
+//!   bench/idle_pollers.sh [SESSIONS] [SECONDS] [REVIEW] [ACTIVE]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+#[path = "idle_pollers/follow.rs"]
+mod follow;
 
-use tokio::sync::Mutex;
+use std::time::Duration;
+
 use ultraplan_tests::harness::{ServerProcess, demo_repo};
 
 const POLL_EVERY: Duration = Duration::from_secs(3);
@@ -50,47 +53,22 @@ fn cpu_seconds(pid: u32) -> f64 {
     ticks / 100.0
 }
 
-/// How the client polls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Style {
-    /// The session, then the events after the last id.
-    TwoRequests,
-    /// The events with `include=session`.
-    OneRequest,
-}
-
-async fn get(http: &reqwest::Client, url: String, token: &str) {
-    let response = http.get(url).bearer_auth(token).send().await.expect("get");
-    assert!(response.status().is_success(), "{}", response.status());
-    let _ = response.bytes().await;
-}
-
-async fn poll(
-    http: &reqwest::Client,
-    (base, token): (&str, &str),
-    id: &str,
-    after: i64,
-    style: Style,
-) -> Duration {
-    let started = Instant::now();
-    let events = format!("{base}/v1/sessions/{id}/events?after_id={after}");
-    match style {
-        Style::TwoRequests => {
-            get(http, format!("{base}/v1/sessions/{id}"), token).await;
-            get(http, events, token).await;
-        }
-        Style::OneRequest => get(http, format!("{events}&include=session"), token).await,
-    }
-    started.elapsed()
-}
-
 #[tokio::main]
 async fn main() {
     let sessions = arg(1, 2000) as usize;
     let seconds = arg(2, 30);
+    let active = sessions * arg(4, 10) as usize / 100;
+    let database = std::env::var("ULTRAPLAN_BENCH_DATABASE_URL").ok();
+    println!(
+        "database: {}",
+        database.as_deref().map_or("sqlite", |_| "postgresql")
+    );
     // No agent can start: every session stays idle.
-    let (server, bundle) =
-        offline_server(("ULTRAPLAN_AGENT_BIN", "/nonexistent/ultraplan-agent")).await;
+    let (server, bundle) = offline_server(&[
+        ("ULTRAPLAN_AGENT_BIN", "/nonexistent/ultraplan-agent"),
+        ("DATABASE_URL", database.as_deref().unwrap_or("")),
+    ])
+    .await;
     let pid = server.pid().expect("pid");
     let rss_before = rss_kib(pid);
     let mut ids = Vec::with_capacity(sessions);
@@ -106,32 +84,53 @@ async fn main() {
         .pool_max_idle_per_host(sessions)
         .build()
         .expect("client");
-    for style in [Style::TwoRequests, Style::OneRequest] {
+    let target = (server.base_url.as_str(), server.token.as_str());
+    for share in [0, active] {
+        let heads = follow::heads(&http, target.0, target.1, &ids).await;
         let cpu_before = cpu_seconds(pid);
-        let all = run_pollers(&http, &server, &ids, seconds, style).await;
+        let run = follow::run(&http, target, &ids, heads, share, seconds).await;
         let cpu = cpu_seconds(pid) - cpu_before;
-        let at = |q: f64| all[((all.len() - 1) as f64 * q).round() as usize];
-        println!(
-            "{style:?}: {sessions} idle sessions, each polled every {POLL_EVERY:?} for {seconds} s: \
-             {} polls, p50 {:?}, p99 {:?}, max {:?}; goal p99 < 50 ms, p99 is {:.2}× the goal; \
-             server CPU {:.1} s ({:.0}% of one core)",
-            all.len(),
-            at(0.5),
-            at(0.99),
-            all[all.len() - 1],
-            at(0.99).as_secs_f64() / 0.050,
-            cpu,
-            cpu / seconds as f64 * 100.0,
-        );
+        report(sessions, share, seconds, cpu, &run);
     }
     let rss_after = rss_kib(pid);
     println!(
-        "RSS {rss_before} KiB before the sessions, {rss_after} KiB after: {:.1} KiB per idle \
-         polled session",
+        "RSS {rss_before} KiB before the sessions, {rss_after} KiB after: {:.1} KiB per polled \
+         session",
         rss_after.saturating_sub(rss_before) as f64 / sessions as f64
     );
     drop(server);
     awaiting_review(arg(3, 100) as usize, seconds).await;
+}
+
+fn report(sessions: usize, active: usize, seconds: u64, cpu: f64, run: &follow::Run) {
+    let polls = &run.polls;
+    let at = |q: f64| polls[((polls.len() - 1) as f64 * q).round() as usize];
+    println!(
+        "{sessions} sessions ({active} getting a message every {POLL_EVERY:?}), each polled every \
+         {POLL_EVERY:?} for {seconds} s: {} polls, p50 {:?}, p99 {:?}, max {:?}; p99 is {:.2}× \
+         the 50 ms goal; server CPU {cpu:.1} s ({:.0}% of one core), {:.0} µs per poll",
+        polls.len(),
+        at(0.5),
+        at(0.99),
+        polls[polls.len() - 1],
+        at(0.99).as_secs_f64() / 0.050,
+        cpu / seconds as f64 * 100.0,
+        cpu * 1e6 / polls.len().max(1) as f64,
+    );
+    if active > 0 {
+        let lags = &run.lags;
+        let lag = |q: f64| lags.get(((lags.len().max(1) - 1) as f64 * q).round() as usize);
+        println!(
+            "  messages: {} posted, {} seen by their pollers ({} missed); post → seen p50 {:?}, \
+             p99 {:?}, max {:?} (goal: within one poll interval, {POLL_EVERY:?})",
+            run.posted,
+            lags.len(),
+            run.posted - lags.len(),
+            lag(0.5),
+            lag(0.99),
+            lags.last(),
+        );
+    }
 }
 
 /// Sessions whose plan waits for review hold a live agent: what each costs, on the server and
@@ -141,7 +140,7 @@ async fn awaiting_review(sessions: usize, seconds: u64) {
         return;
     }
     let cap = (sessions + 8).to_string();
-    let (server, bundle) = offline_server(("ULTRAPLAN_MAX_RUNNING", &cap)).await;
+    let (server, bundle) = offline_server(&[("ULTRAPLAN_MAX_RUNNING", &cap)]).await;
     let pid = server.pid().expect("pid");
     let (agents_before, _) = agents_rss_kib();
     let rss_before = rss_kib(pid);
@@ -162,7 +161,11 @@ async fn awaiting_review(sessions: usize, seconds: u64) {
         .pool_max_idle_per_host(sessions)
         .build()
         .expect("client");
-    let all = run_pollers(&http, &server, &ids, seconds, Style::OneRequest).await;
+    let target = (server.base_url.as_str(), server.token.as_str());
+    let heads = follow::heads(&http, target.0, target.1, &ids).await;
+    let all = follow::run(&http, target, &ids, heads, 0, seconds)
+        .await
+        .polls;
     let at = |q: f64| all[((all.len() - 1) as f64 * q).round() as usize];
     let (agents, agent_kib) = agents_rss_kib();
     let server_kib = rss_kib(pid).saturating_sub(rss_before);
@@ -181,17 +184,16 @@ async fn awaiting_review(sessions: usize, seconds: u64) {
 
 /// A release server on the offline planner in bwrap, unthrottled, with one more setting, and
 /// the demo bundle uploaded.
-async fn offline_server(extra: (&str, &str)) -> (ServerProcess, String) {
-    let server = ServerProcess::start(&[
+async fn offline_server(extra: &[(&str, &str)]) -> (ServerProcess, String) {
+    let mut env = vec![
         ("ULTRAPLAN_RUNNER", "bwrap"),
         ("ULTRAPLAN_RATE_LIMIT", "0"),
         ("ULTRAPLAN_READ_RATE_LIMIT", "0"),
         ("ULTRAPLAN_LOG", "warn"),
         ("ULTRAPLAN_MODEL", "offline"),
-        extra,
-    ])
-    .await
-    .expect("server");
+    ];
+    env.extend(extra.iter().filter(|(_, v)| !v.is_empty()));
+    let server = ServerProcess::start(&env).await.expect("server");
     let bundle = server.upload(&demo_repo()).await.expect("upload");
     (server, bundle)
 }
@@ -222,41 +224,4 @@ fn agents_rss_kib() -> (usize, u64) {
         })
         .collect();
     (agents.len(), agents.iter().map(|pid| rss_kib(*pid)).sum())
-}
-
-/// Every session polled every [`POLL_EVERY`] (staggered) for `seconds`; the sorted poll times.
-async fn run_pollers(
-    http: &reqwest::Client,
-    server: &ServerProcess,
-    ids: &[String],
-    seconds: u64,
-    style: Style,
-) -> Vec<Duration> {
-    let latencies = Arc::new(Mutex::new(Vec::new()));
-    let deadline = Instant::now() + Duration::from_secs(seconds);
-    let stagger = POLL_EVERY / u32::try_from(ids.len().max(1)).unwrap_or(u32::MAX);
-    let mut pollers = Vec::new();
-    for (i, id) in ids.iter().cloned().enumerate() {
-        let (http, base, token, latencies) = (
-            http.clone(),
-            server.base_url.clone(),
-            server.token.clone(),
-            latencies.clone(),
-        );
-        let start = tokio::time::Instant::now() + stagger * u32::try_from(i).unwrap_or(0);
-        pollers.push(tokio::spawn(async move {
-            let mut ticks = tokio::time::interval_at(start, POLL_EVERY);
-            while Instant::now() < deadline {
-                ticks.tick().await;
-                let took = poll(&http, (&base, &token), &id, 2, style).await;
-                latencies.lock().await.push(took);
-            }
-        }));
-    }
-    for poller in pollers {
-        poller.await.expect("poller");
-    }
-    let mut all = latencies.lock().await.clone();
-    all.sort();
-    all
 }

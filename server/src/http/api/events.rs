@@ -17,6 +17,7 @@ use crate::auth::AuthUser;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::sessions;
+use crate::store::SessionRow;
 
 /// Query of `GET /v1/sessions/{id}/events`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -33,30 +34,26 @@ pub struct EventsQuery {
 }
 
 /// A page of events, with the session as it stands now when asked for (read after the
-/// events: status changes are written before the events they cause, so it is never older).
+/// events: status changes are written before the events they cause, so it is never older). An
+/// empty page answered at once carries `just_read`, the session as read for this request.
 async fn page(
     state: &AppState,
-    id: &str,
+    (id, just_read): (&str, Option<&SessionRow>),
     with_session: bool,
     data: Vec<Event>,
     has_more: bool,
 ) -> ApiResult<EventsPage> {
-    let session = if with_session {
-        state
-            .core
-            .store
-            .session(id)
-            .await?
-            .map(|row| Box::new(sessions::resource(&state.core, &state.agents, &row)))
-    } else {
-        None
+    let session = match (with_session, just_read.filter(|_| data.is_empty())) {
+        (false, _) => None,
+        (true, Some(row)) => Some(row.clone()),
+        (true, None) => state.core.store.session(id).await?,
     };
     Ok(EventsPage {
         first_id: data.first().map(|e| e.id),
         last_id: data.last().map(|e| e.id),
         data,
         has_more,
-        session,
+        session: session.map(|row| Box::new(sessions::resource(&state.core, &state.agents, &row))),
     })
 }
 
@@ -86,21 +83,28 @@ pub async fn list(
         }
     };
     state.core.hub.record_poll(&id);
+    if wait.is_zero() {
+        // The terminal's poll: answered at once (from memory when nothing is new).
+        let (events, has_more) = state.core.store.list_events(&id, after_id, limit).await?;
+        let at_once = (id.as_str(), Some(&row));
+        return Ok(Json(
+            page(&state, at_once, with_session, events, has_more).await?,
+        ));
+    }
     let mut wake = state.core.hub.subscribe(&id);
     let deadline = Instant::now() + wait;
     loop {
         let (events, has_more) = state.core.store.list_events(&id, after_id, limit).await?;
-        let give_up =
-            wait.is_zero() || row.status == SessionStatus::Archived || Instant::now() >= deadline;
+        let give_up = row.status == SessionStatus::Archived || Instant::now() >= deadline;
         if !events.is_empty() || give_up {
             return Ok(Json(
-                page(&state, &id, with_session, events, has_more).await?,
+                page(&state, (&id, None), with_session, events, has_more).await?,
             ));
         }
         tokio::select! {
             changed = wake.changed() => {
                 if changed.is_err() {
-                    return Ok(Json(page(&state, &id, with_session, Vec::new(), false).await?));
+                    return Ok(Json(page(&state, (&id, None), with_session, Vec::new(), false).await?));
                 }
             }
             () = tokio::time::sleep_until(deadline) => {}

@@ -1,0 +1,161 @@
+//! Pollers that follow their session the way the client does (`after_id` = the newest event
+//! they have, `include=session`), while a writer posts a message to a share of the sessions
+//! every poll interval: how fast each poll is, and how long each posted event takes to reach
+//! its poller.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+
+use super::POLL_EVERY;
+
+/// What a run measured.
+pub struct Run {
+    /// Every poll's time, sorted.
+    pub polls: Vec<Duration>,
+    /// Messages posted during the run.
+    pub posted: usize,
+    /// From a message's post (its 200) to its poller seeing it, sorted; one per message seen.
+    pub lags: Vec<Duration>,
+}
+
+/// Where each session stands: the newest event id its poller has.
+pub async fn heads(http: &reqwest::Client, base: &str, token: &str, ids: &[String]) -> Vec<i64> {
+    let mut heads = Vec::with_capacity(ids.len());
+    for id in ids {
+        let page = get(
+            http,
+            &format!("{base}/v1/sessions/{id}/events?after_id=0"),
+            token,
+        )
+        .await;
+        heads.push(page["last_id"].as_i64().unwrap_or(0));
+    }
+    heads
+}
+
+/// Poll every session every [`POLL_EVERY`] (staggered) for `seconds`, posting a message to
+/// each of the first `active` sessions once per interval; then one last poll each.
+pub async fn run(
+    http: &reqwest::Client,
+    (base, token): (&str, &str),
+    ids: &[String],
+    heads: Vec<i64>,
+    active: usize,
+    seconds: u64,
+) -> Run {
+    let posted: Arc<Mutex<HashMap<(usize, i64), Instant>>> = Arc::default();
+    let seen: Arc<Mutex<HashMap<(usize, i64), Instant>>> = Arc::default();
+    let polls = Arc::new(Mutex::new(Vec::new()));
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let stagger = POLL_EVERY / u32::try_from(ids.len().max(1)).unwrap_or(u32::MAX);
+    let mut tasks = Vec::new();
+    for (i, (id, head)) in ids.iter().cloned().zip(heads).enumerate() {
+        let start = tokio::time::Instant::now() + stagger * u32::try_from(i).unwrap_or(0);
+        let ctx = (http.clone(), base.to_owned(), token.to_owned());
+        let (seen, polls) = (seen.clone(), polls.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut after = head;
+            let mut ticks = tokio::time::interval_at(start, POLL_EVERY);
+            loop {
+                ticks.tick().await;
+                let last = Instant::now() >= deadline;
+                let url = format!(
+                    "{}/v1/sessions/{id}/events?after_id={after}&include=session",
+                    ctx.1
+                );
+                let started = Instant::now();
+                let page = get(&ctx.0, &url, &ctx.2).await;
+                let now = Instant::now();
+                polls.lock().await.push(now - started);
+                for event in page["data"].as_array().into_iter().flatten() {
+                    let event_id = event["id"].as_i64().unwrap_or(0);
+                    seen.lock().await.insert((i, event_id), now);
+                }
+                after = page["last_id"].as_i64().unwrap_or(after);
+                if last {
+                    break;
+                }
+            }
+        }));
+    }
+    let writer = tokio::spawn(write(
+        (http.clone(), base.to_owned(), token.to_owned()),
+        ids[..active.min(ids.len())].to_vec(),
+        posted.clone(),
+        deadline,
+    ));
+    let posted_count = writer.await.expect("writer");
+    for task in tasks {
+        task.await.expect("poller");
+    }
+    let mut polls = polls.lock().await.clone();
+    polls.sort();
+    let seen = seen.lock().await;
+    let mut lags: Vec<Duration> = posted
+        .lock()
+        .await
+        .iter()
+        .filter_map(|(key, at)| seen.get(key).map(|s| s.saturating_duration_since(*at)))
+        .collect();
+    lags.sort();
+    Run {
+        polls,
+        posted: posted_count,
+        lags,
+    }
+}
+
+/// One message to each active session per interval (staggered) until `deadline` minus one
+/// interval, so every message has a poll left to be seen in; how many were posted.
+async fn write(
+    (http, base, token): (reqwest::Client, String, String),
+    active: Vec<String>,
+    posted: Arc<Mutex<HashMap<(usize, i64), Instant>>>,
+    deadline: Instant,
+) -> usize {
+    if active.is_empty() {
+        return 0;
+    }
+    let stop = deadline - POLL_EVERY;
+    let stagger = POLL_EVERY / u32::try_from(active.len()).unwrap_or(u32::MAX);
+    let mut count = 0;
+    let mut ticks = tokio::time::interval(stagger);
+    let mut round = 0;
+    while Instant::now() < stop {
+        for (i, id) in active.iter().enumerate() {
+            ticks.tick().await;
+            let body = json!({"events": [
+                {"type": "user", "message": {"role": "user", "content": format!("note {round}")}}
+            ]});
+            let response = http
+                .post(format!("{base}/v1/sessions/{id}/events"))
+                .bearer_auth(&token)
+                .json(&body)
+                .send()
+                .await
+                .expect("post");
+            assert!(response.status().is_success(), "{}", response.status());
+            let page: Value = response.json().await.expect("json");
+            let at = Instant::now();
+            for event in page["data"].as_array().into_iter().flatten() {
+                posted
+                    .lock()
+                    .await
+                    .insert((i, event["id"].as_i64().unwrap_or(0)), at);
+                count += 1;
+            }
+        }
+        round += 1;
+    }
+    count
+}
+
+async fn get(http: &reqwest::Client, url: &str, token: &str) -> Value {
+    let response = http.get(url).bearer_auth(token).send().await.expect("get");
+    assert!(response.status().is_success(), "{}", response.status());
+    response.json().await.expect("json")
+}
