@@ -85,12 +85,13 @@ async fn main() {
         .build()
         .expect("client");
     let target = (server.base_url.as_str(), server.token.as_str());
+    let mut verdict = 0;
     for share in [0, active] {
         let heads = follow::heads(&http, target.0, target.1, &ids).await;
         let cpu_before = cpu_seconds(pid);
         let run = follow::run(&http, target, &ids, heads, share, seconds).await;
         let cpu = cpu_seconds(pid) - cpu_before;
-        report(sessions, share, seconds, cpu, &run);
+        verdict = verdict.max(report(sessions, share, seconds, cpu, &run));
     }
     let rss_after = rss_kib(pid);
     println!(
@@ -100,9 +101,18 @@ async fn main() {
     );
     drop(server);
     awaiting_review(arg(3, 100) as usize, seconds).await;
+    if verdict != 0 {
+        println!(
+            "FAIL: {}",
+            ["", "messages were missed", "p99 over the 50 ms goal"][usize::from(verdict)]
+        );
+        std::process::exit(i32::from(verdict));
+    }
 }
 
-fn report(sessions: usize, active: usize, seconds: u64, cpu: f64, run: &follow::Run) {
+/// Print a run's figures; 1 when a posted message never reached its poller, 2 when p99 is over
+/// the goal, else 0.
+fn report(sessions: usize, active: usize, seconds: u64, cpu: f64, run: &follow::Run) -> u8 {
     let polls = &run.polls;
     let at = |q: f64| polls[((polls.len() - 1) as f64 * q).round() as usize];
     println!(
@@ -130,6 +140,13 @@ fn report(sessions: usize, active: usize, seconds: u64, cpu: f64, run: &follow::
             lag(0.99),
             lags.last(),
         );
+    }
+    if run.lags.len() < run.posted {
+        1
+    } else if at(0.99) > Duration::from_millis(50) {
+        2
+    } else {
+        0
     }
 }
 
