@@ -77,7 +77,14 @@ pub fn outcome_hint(state: &SessionState) -> Option<String> {
             .plan_file
             .as_ref()
             .map(|p| format!("The plan was saved to {}", p.display())),
-        Outcome::Failed => state.failure_message.clone(),
+        Outcome::Failed => match (&state.failure_message, &state.plan_file) {
+            (Some(message), Some(path)) => Some(format!(
+                "{message} The last plan was saved to {}",
+                path.display()
+            )),
+            (None, Some(path)) => Some(format!("The last plan was saved to {}", path.display())),
+            (message, None) => message.clone(),
+        },
     }
 }
 
@@ -150,6 +157,32 @@ mod tests {
         s.outcome = Some(Outcome::Failed);
         s.failure = Some(FailureReason::TimeoutNoPlan);
         assert!(status_line(&s, now).starts_with("◇ ultraplan ended: timeout_no_plan"));
+    }
+
+    #[test]
+    fn a_timed_out_plan_says_where_it_was_saved() {
+        let mut s = SessionState::new("s", "h", "u", "t");
+        s.outcome = Some(Outcome::Failed);
+        s.failure = Some(FailureReason::TimeoutPending);
+        let table = [
+            (Some("Timed out."), None, Some("Timed out.")),
+            (
+                Some("Timed out."),
+                Some("/r/.ultraplan/plans/s.md"),
+                Some("Timed out. The last plan was saved to /r/.ultraplan/plans/s.md"),
+            ),
+            (
+                None,
+                Some("/r/p.md"),
+                Some("The last plan was saved to /r/p.md"),
+            ),
+            (None, None, None),
+        ];
+        for (message, file, want) in table {
+            s.failure_message = message.map(str::to_owned);
+            s.plan_file = file.map(Into::into);
+            assert_eq!(outcome_hint(&s).as_deref(), want);
+        }
     }
 
     #[test]

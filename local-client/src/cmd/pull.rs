@@ -1,8 +1,10 @@
 //! `ultraplan pull ID`: bring a teleported plan here — save it as "Save to file" does, print
 //! it, archive the session; or, for a plan approved and executed remotely, apply its patch to
-//! this repository ([`patch`]).
+//! this repository ([`patch`]); for a plan that timed out unreviewed, print it and say where
+//! it is saved ([`unreviewed`]).
 
 mod patch;
+mod unreviewed;
 
 use std::process::ExitCode;
 
@@ -10,6 +12,7 @@ use anyhow::{Context, bail};
 use ultraplan::plan_file;
 use ultraplan::state::{Handled, Outcome, SessionState};
 use ultraplan_protocol::api::PlanStatus;
+use ultraplan_protocol::session::SessionStatus;
 
 use super::{Env, archive_and_record, repo_root_of};
 use crate::cli::PullArgs;
@@ -43,11 +46,19 @@ pub async fn command(env: &Env, args: &PullArgs) -> anyhow::Result<ExitCode> {
         (Some(PlanStatus::Teleported), _) => newest.map(|p| p.plan.clone()),
         (_, Some(s)) if s.outcome == Some(Outcome::Teleport) => s.plan.clone(),
         (Some(PlanStatus::Approved), _) => return patch::command(&client, args).await,
-        (Some(PlanStatus::Pending), _) => bail!(
-            "the plan of session {id} still waits for review; approve it (the agent then \
+        (Some(PlanStatus::Pending), _) => {
+            let session = client.session(id).await.context("looking the session up")?;
+            if session.session_status == SessionStatus::Archived
+                && let Some(pending) = newest
+            {
+                return unreviewed::command(env, id, &pending.plan, local.as_ref());
+            }
+            bail!(
+                "the plan of session {id} still waits for review; approve it (the agent then \
              implements it remotely and `pull` applies the patch) or teleport it first with \
              `ultraplan teleport {id}`"
-        ),
+            )
+        }
         _ => {
             // No decision we know of: a session may still carry an execution.
             let session = client.session(id).await.context("looking the session up")?;

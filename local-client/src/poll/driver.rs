@@ -10,7 +10,7 @@ use ultraplan_protocol::constants::MAX_EVENTS_PAGE;
 use super::machine::{Action, Input, Machine, PollConfig, Tick, View};
 use super::notify::Notifier;
 use crate::api::{ApiError, Client};
-use crate::state::{SessionState, StateStore};
+use crate::state::{FailureReason, SessionState, StateStore};
 
 /// Most events gathered in one poll before the machine sees them.
 const MAX_EVENTS_PER_POLL: usize = 50 * MAX_EVENTS_PAGE as usize;
@@ -94,6 +94,7 @@ impl Watcher<'_> {
                     Action::Archive => state.archived = self.archive(&state.session_id).await,
                     Action::WriteState => {
                         apply_view(&mut state, machine.view());
+                        save_unreviewed_plan(&mut state);
                         self.save(&mut state);
                         on_update(&state);
                     }
@@ -172,6 +173,24 @@ impl Watcher<'_> {
         if let Err(e) = store.save(state) {
             tracing::error!("cannot write the session state: {e}");
         }
+    }
+}
+
+/// A plan that timed out unreviewed is written to the repository the session was launched
+/// from, and the state records where.
+fn save_unreviewed_plan(state: &mut SessionState) {
+    if state.failure != Some(FailureReason::TimeoutPending) || state.plan_file.is_some() {
+        return;
+    }
+    let (Some(root), Some(plan)) = (&state.repo_root, &state.plan) else {
+        return;
+    };
+    match crate::plan_file::save_unreviewed(root, &state.session_id, plan) {
+        Ok(path) => {
+            tracing::info!(path = %path.display(), "saved the unreviewed plan");
+            state.plan_file = Some(path);
+        }
+        Err(error) => tracing::error!(%error, "cannot save the unreviewed plan"),
     }
 }
 

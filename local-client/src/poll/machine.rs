@@ -115,6 +115,8 @@ pub struct Machine {
     /// What is left of the time limit at `started`.
     budget: Duration,
     view: View,
+    /// The `plan` input of the newest main-agent ExitPlanMode call: what a timeout saves.
+    last_plan: Option<String>,
 }
 
 impl Machine {
@@ -126,6 +128,7 @@ impl Machine {
             started: now,
             budget: config.timeout.saturating_sub(config.elapsed),
             view: View::default(),
+            last_plan: None,
         }
     }
 
@@ -169,6 +172,9 @@ impl Machine {
         }
         if tick.activity.is_some() {
             self.view.activity = tick.activity;
+        }
+        if let Some(plan) = newest_plan_input(&tick.events) {
+            self.last_plan = Some(plan);
         }
         let scanned = self.scanner.ingest(&tick.events);
         self.view.rejection_count = self.scanner.rejection_count();
@@ -253,6 +259,8 @@ impl Machine {
             format!("after {secs} s")
         });
         if self.scanner.has_pending_plan() {
+            // The plan nobody reviewed goes into the view, so the driver can save it.
+            self.view.plan.clone_from(&self.last_plan);
             self.fail(FailureReason::TimeoutPending, detail)
         } else {
             self.fail(FailureReason::TimeoutNoPlan, detail)
@@ -271,6 +279,16 @@ impl Machine {
         self.view.failure_detail = detail;
         vec![Action::Archive, Action::WriteState, Action::Finish]
     }
+}
+
+/// The `plan` input of the newest main-agent ExitPlanMode call among `events`.
+fn newest_plan_input(events: &[Event]) -> Option<String> {
+    events
+        .iter()
+        .flat_map(|e| e.body.exit_plan_mode_calls())
+        .filter_map(|(_, plan)| plan)
+        .next_back()
+        .map(str::to_owned)
 }
 
 #[cfg(test)]

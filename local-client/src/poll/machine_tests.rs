@@ -165,6 +165,7 @@ fn timeouts_tell_pending_from_no_plan() {
         FAILED
     );
     assert_eq!(m.view().failure, Some(FailureReason::TimeoutNoPlan));
+    assert_eq!(m.view().plan, None);
 
     let mut m = Machine::new(config, secs(0));
     m.step(
@@ -176,6 +177,8 @@ fn timeouts_tell_pending_from_no_plan() {
         FAILED
     );
     assert_eq!(m.view().failure, Some(FailureReason::TimeoutPending));
+    // The plan nobody reviewed is kept for the driver to save.
+    assert_eq!(m.view().plan.as_deref(), Some("input plan"));
 }
 
 fn server_result(id: i64, subtype: &str) -> Event {

@@ -98,6 +98,43 @@ async fn a_plan_left_unreviewed_past_the_limit_is_timeout_pending() {
         matches!((ready, ended), (Some(r), Some(e)) if r < e),
         "pill lines: {pills:?}"
     );
+    assert_the_plan_is_kept(&term, &id);
+}
+
+/// The plan nobody reviewed is not lost: the poller saved it in the repository the session
+/// was launched from and recorded where, `status` names the file, and `pull` of the archived
+/// session prints the plan and where it is.
+fn assert_the_plan_is_kept(term: &Terminal, id: &str) {
+    let repo = term.repo.canonicalize().expect("repo");
+    let want = repo.join(format!(".ultraplan/plans/{id}.md"));
+    let saved = std::fs::read_to_string(&want).expect("the poller saved the plan");
+    assert_eq!(saved, "# Plan\n1. Reject empty users\n");
+    let state = term.state(id).expect("state");
+    let recorded = state["plan_file"].as_str().map(std::path::PathBuf::from);
+    let recorded = recorded.and_then(|p| p.canonicalize().ok());
+    assert_eq!(recorded.as_ref(), Some(&want), "{state}");
+    let status = text(&term.run(&["status", id]));
+    let name = format!(".ultraplan/plans/{id}.md");
+    assert!(
+        status.contains("The last plan was saved to") && status.contains(&name),
+        "{status}"
+    );
+    let pull = term.run(&["pull", id]);
+    assert!(pull.status.success(), "{}", text(&pull));
+    let stdout = String::from_utf8_lossy(&pull.stdout);
+    assert_eq!(
+        stdout.trim_end(),
+        "# Plan\n1. Reject empty users",
+        "{}",
+        text(&pull)
+    );
+    let stderr = String::from_utf8_lossy(&pull.stderr);
+    assert!(
+        stderr.contains("timed out before its plan was reviewed") && stderr.contains(&name),
+        "{stderr}"
+    );
+    // Pulling did not disturb the saved plan.
+    assert_eq!(std::fs::read_to_string(&want).expect("plan"), saved);
 }
 
 #[tokio::test]
@@ -116,6 +153,11 @@ async fn an_agent_that_never_plans_within_the_limit_is_timeout_no_plan() {
     assert!(
         message.starts_with("Timed out before the agent produced a plan"),
         "{state}"
+    );
+    assert_eq!(state["plan_file"], Value::Null, "{state}");
+    assert!(
+        !term.repo.join(".ultraplan/plans").exists(),
+        "nothing to save"
     );
     // The server saw the agent at work until the limit: no plan was ever proposed.
     let (status, plans) = server
