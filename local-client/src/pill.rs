@@ -1,5 +1,7 @@
 //! The status line: the pill of a session with its elapsed time and token usage.
 
+use std::time::Duration;
+
 use time::OffsetDateTime;
 use ultraplan_protocol::constants::{PILL_READY, PILL_WORKING};
 
@@ -23,6 +25,25 @@ pub fn format_tokens(n: u64) -> String {
         0..1000 => format!("{n} tokens"),
         1000..1_000_000 => format!("{:.1}k tokens", f / 1e3),
         _ => format!("{:.1}M tokens", f / 1e6),
+    }
+}
+
+/// Longest warning before a pending plan's time limit.
+const WARN_AT_MOST: Duration = Duration::from_secs(5 * 60);
+
+/// Whether a pending plan with `remaining` of a `timeout` left is near its limit: within the
+/// last fifth of the limit or the last five minutes, whichever is shorter, and not yet past it.
+pub fn near_limit(timeout: Duration, remaining: Duration) -> bool {
+    !remaining.is_zero() && remaining <= (timeout / 5).min(WARN_AT_MOST)
+}
+
+/// `expires in 4 min` (rounded up), `expires in 45 s` under a minute.
+pub fn expires_in(remaining: Duration) -> String {
+    let secs = remaining.as_secs() + u64::from(remaining.subsec_nanos() > 0);
+    if secs < 60 {
+        format!("expires in {secs} s")
+    } else {
+        format!("expires in {} min", secs.div_ceil(60))
     }
 }
 
@@ -157,6 +178,34 @@ mod tests {
         s.outcome = Some(Outcome::Failed);
         s.failure = Some(FailureReason::TimeoutNoPlan);
         assert!(status_line(&s, now).starts_with("◇ ultraplan ended: timeout_no_plan"));
+    }
+
+    #[test]
+    fn the_warning_comes_in_the_last_fifth_or_five_minutes() {
+        let s = Duration::from_secs;
+        // (timeout, remaining, warn)
+        let table = [
+            (s(1800), s(301), false),
+            (s(1800), s(300), true),
+            (s(1800), s(1), true),
+            (s(1800), s(0), false),
+            (s(600), s(121), false),
+            (s(600), s(120), true),
+            (s(20), s(5), false),
+            (s(20), s(4), true),
+            (s(86_400), s(3600), false),
+        ];
+        for (timeout, remaining, warn) in table {
+            assert_eq!(
+                near_limit(timeout, remaining),
+                warn,
+                "{timeout:?} {remaining:?}"
+            );
+        }
+        assert_eq!(expires_in(Duration::from_millis(3_200)), "expires in 4 s");
+        assert_eq!(expires_in(s(59)), "expires in 59 s");
+        assert_eq!(expires_in(s(60)), "expires in 1 min");
+        assert_eq!(expires_in(s(181)), "expires in 4 min");
     }
 
     #[test]

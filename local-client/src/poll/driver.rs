@@ -198,7 +198,10 @@ fn save_unreviewed_plan(state: &mut SessionState) {
 pub fn apply_view(state: &mut SessionState, view: &View) {
     let phase = view.phase();
     state.phase = phase;
-    state.pill = phase.pill().to_owned();
+    state.pill = match view.expires_in {
+        Some(left) => format!("{} · {}", phase.pill(), crate::pill::expires_in(left)),
+        None => phase.pill().to_owned(),
+    };
     state.status = view.status.or(state.status);
     state.last_event_id = view.last_event_id;
     state.rejection_count = view.rejection_count;

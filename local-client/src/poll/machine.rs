@@ -97,6 +97,8 @@ pub struct View {
     pub usage: Option<Usage>,
     pub activity: Option<(AgentCounts, u64)>,
     pub transient_failures: u32,
+    /// What is left of the time limit while a pending plan nears it ([`crate::pill::near_limit`]).
+    pub expires_in: Option<Duration>,
 }
 
 impl View {
@@ -207,6 +209,10 @@ impl Machine {
         }
         let phase = derive_phase(tick.status, self.scanner.has_pending_plan(), new_events);
         let mut actions = self.set_phase(phase);
+        let remaining = self.remaining(now);
+        self.view.expires_in = (phase == Phase::PlanReady
+            && crate::pill::near_limit(self.config.timeout, remaining))
+        .then_some(remaining);
         actions.extend(self.continue_or_time_out(now));
         actions
     }
@@ -240,7 +246,12 @@ impl Machine {
     }
 
     fn past_limit(&self, now: Duration) -> bool {
-        now.saturating_sub(self.started) >= self.budget
+        self.remaining(now).is_zero()
+    }
+
+    /// What is left of the time limit at `now`.
+    fn remaining(&self, now: Duration) -> Duration {
+        self.budget.saturating_sub(now.saturating_sub(self.started))
     }
 
     fn continue_or_time_out(&mut self, now: Duration) -> Vec<Action> {

@@ -336,3 +336,30 @@ fn needs_input_when_idle_without_news_and_notifies_once() {
         [Action::WriteState, SLEEP]
     );
 }
+
+#[test]
+fn a_pending_plan_near_the_limit_says_when_it_expires() {
+    let config = PollConfig {
+        timeout: secs(100),
+        ..PollConfig::default()
+    };
+    let mut m = Machine::new(config, secs(0));
+    // (time of the poll, what is left shown)
+    let table = [
+        (0, None),
+        (79, None),
+        (80, Some(secs(20))),
+        (95, Some(secs(5))),
+    ];
+    for (at, want) in table {
+        m.step(
+            tick(vec![plan_call(1, "t1")], SessionStatus::RequiresAction),
+            secs(at),
+        );
+        assert_eq!(m.view().expires_in, want, "at {at}");
+    }
+    // No plan pending, no warning.
+    let mut m = Machine::new(config, secs(0));
+    m.step(tick(vec![], SessionStatus::Running), secs(95));
+    assert_eq!(m.view().expires_in, None);
+}

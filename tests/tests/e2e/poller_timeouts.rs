@@ -98,6 +98,14 @@ async fn a_plan_left_unreviewed_past_the_limit_is_timeout_pending() {
         matches!((ready, ended), (Some(r), Some(e)) if r < e),
         "pill lines: {pills:?}"
     );
+    // In the limit's last fifth (4 s of 20) the pill warned that the plan expires.
+    let warned = pills
+        .iter()
+        .position(|l| l.starts_with("◆ ultraplan ready · expires in "));
+    assert!(
+        matches!((ready, warned, ended), (Some(r), Some(w), Some(e)) if r < w && w < e),
+        "pill lines: {pills:?}"
+    );
     assert_the_plan_is_kept(&term, &id);
 }
 
