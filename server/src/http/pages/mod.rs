@@ -13,6 +13,7 @@ mod diff;
 mod digest;
 mod download;
 mod error;
+mod expiry;
 mod format;
 mod git_paths;
 mod headers;

@@ -87,6 +87,8 @@ pub struct Loaded<'a> {
     pub plans: &'a [PlanRow],
     pub digest: &'a Digest,
     pub changes: Option<Arc<ChangesView>>,
+    /// The owner's `timeout_seconds` flag.
+    pub timeout_seconds: Option<u64>,
 }
 
 /// The view of a session from its row, plans, digested log and execution.
@@ -101,6 +103,7 @@ pub fn build_view(
         plans,
         digest,
         changes,
+        timeout_seconds,
     } = loaded;
     session_view(&SessionInput {
         row,
@@ -112,6 +115,7 @@ pub fn build_view(
         csrf,
         notice,
         changes,
+        timeout_seconds,
     })
 }
 
@@ -149,11 +153,13 @@ pub async fn page(
     let plans = state.core.store.list_plans(&row.id).await?;
     let notice = query.notice.as_deref().and_then(Notice::parse);
     let changes = changes::load(&state, &row).await?.map(Arc::new);
+    let flags = crate::flags::for_user(&state.core, &user.id).await?;
     let loaded = Loaded {
         row: &row,
         plans: &plans,
         digest: &digest,
         changes,
+        timeout_seconds: Some(flags.timeout_seconds),
     };
     let v = build_view(&state, loaded, &user.csrf, notice);
     let page = SessionPage {

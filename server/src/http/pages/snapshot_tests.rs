@@ -123,6 +123,7 @@ fn session_page() {
         csrf: "csrf-token",
         notice: Some(Notice::Rejected),
         changes: None,
+        timeout_seconds: None,
     });
     let page = SessionPage {
         layout: layout(&v.title),
@@ -249,6 +250,7 @@ fn execution_page(
         csrf: "csrf-token",
         notice: None,
         changes,
+        timeout_seconds: None,
     });
     let page = SessionPage {
         layout: layout(&v.title),

@@ -95,6 +95,8 @@ struct Feed {
     ends_at: Instant,
     next_tick: Instant,
     first: bool,
+    /// The owner's `timeout_seconds` flag, read once.
+    timeout_seconds: Option<u64>,
 }
 
 impl Feed {
@@ -103,6 +105,7 @@ impl Feed {
         session_id: String,
         csrf: String,
         after: i64,
+        timeout_seconds: Option<u64>,
     ) -> PageResult<Self> {
         let wake = state.core.hub.subscribe(&session_id);
         let mut digest = Digest::default();
@@ -124,6 +127,7 @@ impl Feed {
             changes: None,
             ends_at: now + LIFETIME,
             next_tick: now,
+            timeout_seconds,
             first: true,
         })
     }
@@ -193,6 +197,7 @@ impl Feed {
             plans: &plans,
             digest: &self.digest,
             changes,
+            timeout_seconds: self.timeout_seconds,
         };
         let v = build_view(&self.state, loaded, &self.csrf, None);
         let all = regions(&v)?;
@@ -255,7 +260,8 @@ pub async fn stream(
 ) -> PageResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
     let row = owned(&state, &user, &id).await?;
     let after = last_event_id(&headers).or(query.after).unwrap_or(0).max(0);
-    let feed = Feed::start(state, row.id, user.csrf, after).await?;
+    let flags = crate::flags::for_user(&state.core, &user.id).await?;
+    let feed = Feed::start(state, row.id, user.csrf, after, Some(flags.timeout_seconds)).await?;
     let stream = futures_util::stream::unfold(feed, |mut feed| async move {
         let event = feed.next().await?;
         Some((Ok(event), feed))

@@ -27,6 +27,8 @@ pub struct SessionInput<'a> {
     pub notice: Option<Notice>,
     /// Remote execution and its patch (see [`super::changes::load`]).
     pub changes: Option<Arc<ChangesView>>,
+    /// The owner's `timeout_seconds` flag, when known.
+    pub timeout_seconds: Option<u64>,
 }
 
 /// The session page.
@@ -46,6 +48,8 @@ pub struct SessionView {
     pub csrf: String,
     pub notice: Option<Notice>,
     pub plan: Option<PlanPanel>,
+    /// `4 min`: what is left of the time limit while a pending plan nears it.
+    pub expires_in: Option<String>,
     pub question: Option<Question>,
     /// Earlier revisions, newest first.
     pub history: Vec<Revision>,
@@ -120,8 +124,10 @@ pub struct UsageView {
     pub activity: String,
 }
 
-fn status(plan: &PlanRow) -> (&'static str, &'static str) {
+/// A plan's status badge; `archived`: the session ended.
+fn status(plan: &PlanRow, archived: bool) -> (&'static str, &'static str) {
     match plan.status {
+        PlanStatus::Pending if archived => ("expired", "Not reviewed before the session ended"),
         PlanStatus::Pending => ("pending", "Waiting for your review"),
         PlanStatus::Approved => ("approved", "Approved"),
         PlanStatus::Rejected => ("rejected", "Rejected"),
@@ -170,7 +176,7 @@ fn panel(
     archived: bool,
 ) -> Option<(PlanPanel, Vec<Heading>)> {
     let (newest, earlier) = plans.split_last()?;
-    let (status_class, status_label) = status(newest);
+    let (status_class, status_label) = status(newest, archived);
     let shown = edited_plan(newest).unwrap_or(&newest.plan);
     let rendered = render_plan(shown, &format!("plan-r{}-", newest.revision));
     let pending = newest.status == PlanStatus::Pending && !archived;
@@ -198,7 +204,7 @@ fn history(plans: &[PlanRow]) -> Vec<Revision> {
         .iter()
         .enumerate()
         .map(|(i, plan)| {
-            let (status_class, status_label) = status(plan);
+            let (status_class, status_label) = status(plan, false);
             let previous = i.checked_sub(1).and_then(|p| earlier.get(p));
             Revision {
                 revision: plan.revision,
@@ -250,6 +256,10 @@ pub fn session_view(input: &SessionInput<'_>) -> SessionView {
         None => (None, Vec::new()),
     };
     let plan_pending = plan.as_ref().is_some_and(|p| p.pending);
+    let expires_in = input
+        .timeout_seconds
+        .filter(|_| plan_pending)
+        .and_then(|limit| super::expiry::expires_in(row.created_at, input.now_ms, limit));
     let question = input
         .digest
         .question
@@ -275,6 +285,7 @@ pub fn session_view(input: &SessionInput<'_>) -> SessionView {
         csrf: input.csrf.to_owned(),
         notice: input.notice,
         plan,
+        expires_in,
         question,
         history: history(input.plans),
         outline,

@@ -73,6 +73,7 @@ fn view(row: &SessionRow, plans: &[PlanRow], digest: &Digest, polling: bool) -> 
         csrf: "csrf-token",
         notice: None,
         changes: None,
+        timeout_seconds: None,
     })
 }
 
@@ -174,4 +175,73 @@ fn questions_show_unless_a_plan_waits() {
     let plans = vec![plan(1, "# P", PlanStatus::Pending, None)];
     assert_eq!(view(&row, &plans, &digest, false).question, None);
     assert_eq!(time_label("2026-01-01T12:00:05.5Z"), "2026-01-01 12:00 UTC");
+}
+
+fn with_limit(row: &SessionRow, plans: &[PlanRow], since_ms: i64, limit: u64) -> SessionView {
+    session_view(&SessionInput {
+        row,
+        plans,
+        digest: &Digest::default(),
+        now_ms: row.created_at + since_ms,
+        terminal_polling: false,
+        stalled: false,
+        csrf: "csrf-token",
+        notice: None,
+        changes: None,
+        timeout_seconds: Some(limit),
+    })
+}
+
+fn review_html(v: &SessionView) -> String {
+    use askama::Template;
+    super::super::templates::ReviewRegion { v }
+        .render()
+        .expect("render")
+}
+
+#[test]
+fn a_pending_plan_near_the_time_limit_says_when_it_expires() {
+    let pending = row(SessionStatus::RequiresAction);
+    let plans = two_revisions();
+    // (ms since creation, limit s, what the page says is left)
+    let table = [
+        (60_000, 1800, None),
+        (1_619_000, 1800, Some("4 min")),
+        (1_790_000, 1800, Some("10 s")),
+        (1_800_000, 1800, None),
+    ];
+    for (since, limit, want) in table {
+        let v = with_limit(&pending, &plans, since, limit);
+        assert_eq!(v.expires_in.as_deref(), want, "{since}");
+        let html = review_html(&v);
+        match want {
+            Some(left) => assert!(
+                html.contains(&format!(
+                    "id=\"plan-expiry\" role=\"status\">This plan expires in {left}:"
+                )),
+                "{html}"
+            ),
+            None => assert!(!html.contains("plan-expiry"), "{html}"),
+        }
+    }
+    // Nothing waits for review: no warning, however close the limit.
+    let approved = vec![plan(1, "# Plan", PlanStatus::Approved, None)];
+    let v = with_limit(&row(SessionStatus::Running), &approved, 1_790_000, 1800);
+    assert_eq!(v.expires_in, None);
+}
+
+#[test]
+fn a_plan_that_timed_out_unreviewed_stays_readable() {
+    let mut row = row(SessionStatus::Archived);
+    row.archived_at = Some(row.created_at + 1_800_000);
+    let v = with_limit(&row, &two_revisions(), 1_790_000, 1800);
+    let panel = v.plan.as_ref().expect("the plan is still shown");
+    assert!(!panel.pending);
+    assert_eq!(panel.status_class, "expired");
+    assert_eq!(v.expires_in, None);
+    let html = review_html(&v);
+    assert!(html.contains("2. Add tests"), "{html}");
+    assert!(html.contains("id=\"plan-kept\""), "{html}");
+    assert!(html.contains("ultraplan pull 0b7c2f1e-session"), "{html}");
+    assert!(!html.contains("id=\"approve\""), "{html}");
 }
