@@ -143,6 +143,11 @@ fn assert_the_plan_is_kept(term: &Terminal, id: &str) {
     );
     // Pulling did not disturb the saved plan.
     assert_eq!(std::fs::read_to_string(&want).expect("plan"), saved);
+    // A lost file is written again from the server's copy of the plan.
+    std::fs::remove_file(&want).expect("remove");
+    let again = term.run(&["pull", id]);
+    assert!(again.status.success(), "{}", text(&again));
+    assert_eq!(std::fs::read_to_string(&want).expect("saved again"), saved);
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use ultraplan::plan_file;
-use ultraplan::state::SessionState;
+use ultraplan::state::{FailureReason, SessionState};
 
 use super::super::{Env, repo_root_of};
 
@@ -32,9 +32,14 @@ pub fn command(
             path
         }
     };
+    // Only the poller knows the limit was the cause; a session stopped by hand also ends here.
+    let ended = match local.and_then(|s| s.failure) {
+        Some(FailureReason::TimeoutPending) => "timed out",
+        _ => "ended",
+    };
     println!("{}", plan.trim_end());
     eprintln!(
-        "\nSession {id} timed out before its plan was reviewed, so nothing was executed and \
+        "\nSession {id} {ended} before its plan was reviewed, so nothing was executed and \
          there is no patch to apply. The last plan was saved to {}",
         path.display()
     );
