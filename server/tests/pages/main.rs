@@ -5,6 +5,7 @@
 mod browser;
 mod decisions;
 mod execution;
+mod expired;
 mod flow;
 mod http;
 mod limits;
