@@ -28,23 +28,18 @@ pub fn format_tokens(n: u64) -> String {
     }
 }
 
-/// Longest warning before a pending plan's time limit.
-const WARN_AT_MOST: Duration = Duration::from_secs(5 * 60);
-
-/// Whether a pending plan with `remaining` of a `timeout` left is near its limit: within the
-/// last fifth of the limit or the last five minutes, whichever is shorter, and not yet past it.
+/// Whether a pending plan with `remaining` of a `timeout` left is near its limit (the rule the
+/// review page follows too).
 pub fn near_limit(timeout: Duration, remaining: Duration) -> bool {
-    !remaining.is_zero() && remaining <= (timeout / 5).min(WARN_AT_MOST)
+    ultraplan_protocol::expiry::near_limit(timeout, remaining)
 }
 
 /// `expires in 4 min` (rounded up), `expires in 45 s` under a minute.
 pub fn expires_in(remaining: Duration) -> String {
-    let secs = remaining.as_secs() + u64::from(remaining.subsec_nanos() > 0);
-    if secs < 60 {
-        format!("expires in {secs} s")
-    } else {
-        format!("expires in {} min", secs.div_ceil(60))
-    }
+    format!(
+        "expires in {}",
+        ultraplan_protocol::expiry::time_left(remaining)
+    )
 }
 
 /// The pill text, or the outcome once the watch ended.

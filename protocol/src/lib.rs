@@ -10,6 +10,7 @@
 //! - [`patch`]: what remote execution changed;
 //! - [`frames`]: newline-delimited JSON frames between the agent and the server;
 //! - [`git_patch`]: a `git diff` patch's per-file sections and the (C-quoted) names in them;
+//! - [`expiry`]: when a pending plan's time limit is near, and how long is left;
 //! - [`scanner`]: the [`ExitPlanModeScanner`] and phase derivation;
 //! - [`constants`]: markers, sentinels, glyphs and limits.
 
@@ -17,6 +18,7 @@ pub mod activity;
 pub mod api;
 pub mod constants;
 pub mod events;
+pub mod expiry;
 pub mod frames;
 pub mod git_patch;
 pub mod model;

@@ -1,24 +1,20 @@
 //! When a pending plan nears the session's time limit (the flag `timeout_seconds`, counted from
 //! the session's `created_at`), the page says how long is left: in the limit's last fifth or
-//! last five minutes, whichever is shorter — the rule the client's pill follows too.
+//! last five minutes, whichever is shorter — the rule the client's pill follows too
+//! (`ultraplan_protocol::expiry`).
 
-/// Longest warning, in milliseconds.
-const WARN_AT_MOST_MS: i64 = 5 * 60 * 1000;
+use std::time::Duration;
+
+use ultraplan_protocol::expiry;
 
 /// `4 min` (rounded up), `45 s` under a minute: what is left of the limit of a session created
 /// at `created_at_ms` when it is near, else `None` (also once it is past).
 pub fn expires_in(created_at_ms: i64, now_ms: i64, timeout_seconds: u64) -> Option<String> {
     let limit_ms = i64::try_from(timeout_seconds).ok()?.checked_mul(1000)?;
-    let remaining = created_at_ms.checked_add(limit_ms)?.checked_sub(now_ms)?;
-    if remaining <= 0 || remaining > (limit_ms / 5).min(WARN_AT_MOST_MS) {
-        return None;
-    }
-    let secs = (remaining + 999) / 1000;
-    Some(if secs < 60 {
-        format!("{secs} s")
-    } else {
-        format!("{} min", (secs + 59) / 60)
-    })
+    let remaining_ms = created_at_ms.checked_add(limit_ms)?.checked_sub(now_ms)?;
+    let remaining = Duration::from_millis(u64::try_from(remaining_ms).ok()?);
+    let timeout = Duration::from_secs(timeout_seconds);
+    expiry::near_limit(timeout, remaining).then(|| expiry::time_left(remaining))
 }
 
 #[cfg(test)]
