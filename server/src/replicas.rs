@@ -1,5 +1,5 @@
 //! Several server processes on one PostgreSQL database: what one changes, the others learn
-//! at once. Every session write announces itself in its own transaction (`NOTIFY`); this
+//! at once. Every session write is announced (`NOTIFY`, see `store::Store::announce`); this
 //! follows the announcements of the others, forgets what the cache remembers of the session
 //! and wakes its long polls, so no process answers "nothing new" after another appended
 //! (docs/ARCHITECTURE.md §5).

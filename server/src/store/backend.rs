@@ -94,10 +94,9 @@ pub trait Backend: Send + Sync + 'static {
     async fn write_tx(&self) -> StoreResult<Box<dyn Tx>>;
     /// Apply this backend's embedded migrations.
     async fn migrate(&self) -> StoreResult<()>;
-    /// Tell other processes on this database, inside the write transaction `tx` (so the news
-    /// goes out exactly when the write commits), that session `id` changed. Nothing to tell
-    /// where one process owns the database.
-    async fn announce_in(&self, _tx: &mut dyn Conn, _session_id: &str) -> StoreResult<()> {
+    /// Tell other processes on this database that session `id` changed (nothing to tell where
+    /// one process owns the database).
+    async fn announce(&self, _session_id: &str) -> StoreResult<()> {
         Ok(())
     }
 }

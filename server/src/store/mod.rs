@@ -110,9 +110,11 @@ pub type StoreResult<T> = Result<T, StoreError>;
 pub trait Store: Send + Sync + 'static {
     /// Apply the embedded migrations.
     async fn migrate(&self) -> StoreResult<()>;
-    /// Forget what is remembered of session `id`: another process changed it (every write
-    /// that touches a session announces it to the others in its own transaction: PostgreSQL
-    /// `NOTIFY`; nothing on SQLite, which one process owns).
+    /// Tell other processes on the same database that session `id` changed, so they forget
+    /// what they remember of it and wake its pollers (PostgreSQL `NOTIFY`; nothing on SQLite,
+    /// which one process owns).
+    async fn announce(&self, session_id: &str) -> StoreResult<()>;
+    /// Forget what is remembered of session `id`: another process changed it.
     fn forget(&self, _session_id: &str) {}
     /// Forget everything remembered: announcements may have been missed.
     fn forget_all(&self) {}

@@ -60,10 +60,12 @@ impl Backend for PostgresStore {
         Ok(())
     }
 
-    async fn announce_in(&self, tx: &mut dyn Conn, session_id: &str) -> StoreResult<()> {
-        let payload = format!("{} {session_id}", self.origin);
-        let args = [Arg::Text(CHANNEL), Arg::Text(&payload)];
-        tx.execute("SELECT pg_notify($1, $2)", &args).await?;
+    async fn announce(&self, session_id: &str) -> StoreResult<()> {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(CHANNEL)
+            .bind(format!("{} {session_id}", self.origin))
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 }

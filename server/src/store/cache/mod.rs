@@ -6,8 +6,8 @@
 //! a write always sees it; everything else passes straight through.
 //!
 //! One process sees all its own writes. Other processes' writes (another replica on the same
-//! PostgreSQL) reach it through [`Store::forget`]: each write announces itself in its own
-//! transaction (`NOTIFY` on PostgreSQL) and every process follows the others' announcements
+//! PostgreSQL) reach it through [`Store::forget`]: each write is announced
+//! ([`Store::announce`], `NOTIFY` on PostgreSQL) and every process follows the announcements
 //! (`crate::replicas`), forgetting the session and waking its pollers.
 
 mod memo;
@@ -63,7 +63,9 @@ impl CachedStore {
         Ok(row)
     }
 
-    /// Run a write to session `id`, then forget its row whatever the outcome.
+    /// Run a write to session `id`, then forget its row whatever the outcome and tell other
+    /// processes on the database. A failed announcement only means their pollers learn later
+    /// (at their long poll's end), so it is logged, not returned.
     async fn writing<T>(
         &self,
         id: &str,
@@ -71,6 +73,9 @@ impl CachedStore {
     ) -> StoreResult<T> {
         let result = write.await;
         self.sessions.invalidate(id);
+        if let Err(error) = self.inner.announce(id).await {
+            tracing::warn!(%error, session_id = id, "could not announce a session change");
+        }
         result
     }
 }
@@ -79,6 +84,9 @@ impl CachedStore {
 impl Store for CachedStore {
     async fn migrate(&self) -> StoreResult<()> {
         self.inner.migrate().await
+    }
+    async fn announce(&self, session_id: &str) -> StoreResult<()> {
+        self.inner.announce(session_id).await
     }
     fn forget(&self, session_id: &str) {
         self.sessions.invalidate(session_id);

@@ -48,6 +48,10 @@ impl<B: Backend> Store for B {
         Backend::migrate(self).await
     }
 
+    async fn announce(&self, session_id: &str) -> StoreResult<()> {
+        Backend::announce(self, session_id).await
+    }
+
     async fn create_user(&self, name: &str) -> StoreResult<UserRow> {
         users::create(&mut *self.pool(), name).await
     }
@@ -117,7 +121,6 @@ impl<B: Backend> Store for B {
     ) -> StoreResult<(SessionRow, Vec<Event>)> {
         let mut tx = self.write_tx().await?;
         let created = sessions::create(tx.conn(), new, events).await?;
-        self.announce_in(tx.conn(), &new.id).await?;
         tx.commit().await?;
         Ok(created)
     }
@@ -149,7 +152,6 @@ impl<B: Backend> Store for B {
     ) -> StoreResult<Vec<Event>> {
         let mut tx = self.write_tx().await?;
         let stored = events::append(tx.conn(), session_id, events, effects).await?;
-        self.announce_in(tx.conn(), session_id).await?;
         tx.commit().await?;
         Ok(stored)
     }
@@ -170,23 +172,15 @@ impl<B: Backend> Store for B {
     async fn set_status(&self, session_id: &str, status: SessionStatus) -> StoreResult<()> {
         let mut tx = self.write_tx().await?;
         sessions::set_status(tx.conn(), session_id, status).await?;
-        self.announce_in(tx.conn(), session_id).await?;
         tx.commit().await
     }
 
     async fn archive_session(&self, session_id: &str) -> StoreResult<bool> {
-        let mut tx = self.write_tx().await?;
-        let archived = sessions::archive(tx.conn(), session_id).await?;
-        self.announce_in(tx.conn(), session_id).await?;
-        tx.commit().await?;
-        Ok(archived)
+        sessions::archive(&mut *self.pool(), session_id).await
     }
 
     async fn set_agent_state(&self, session_id: &str, state: AgentState) -> StoreResult<()> {
-        let mut tx = self.write_tx().await?;
-        sessions::set_agent_state(tx.conn(), session_id, state).await?;
-        self.announce_in(tx.conn(), session_id).await?;
-        tx.commit().await
+        sessions::set_agent_state(&mut *self.pool(), session_id, state).await
     }
 
     async fn sessions_to_recover(&self) -> StoreResult<Vec<SessionRow>> {
@@ -194,10 +188,7 @@ impl<B: Backend> Store for B {
     }
 
     async fn set_execution(&self, session_id: &str, execution: &Execution) -> StoreResult<()> {
-        let mut tx = self.write_tx().await?;
-        work::set_execution(tx.conn(), session_id, execution).await?;
-        self.announce_in(tx.conn(), session_id).await?;
-        tx.commit().await
+        work::set_execution(&mut *self.pool(), session_id, execution).await
     }
 
     async fn save_patch(
@@ -208,7 +199,6 @@ impl<B: Backend> Store for B {
     ) -> StoreResult<()> {
         let mut tx = self.write_tx().await?;
         work::save_patch(tx.conn(), session_id, diff, summary).await?;
-        self.announce_in(tx.conn(), session_id).await?;
         tx.commit().await
     }
 
@@ -223,7 +213,6 @@ impl<B: Backend> Store for B {
     async fn record_model_call(&self, call: &ModelCall) -> StoreResult<Usage> {
         let mut tx = self.write_tx().await?;
         let total = work::record_model_call(tx.conn(), call).await?;
-        self.announce_in(tx.conn(), &call.session_id).await?;
         tx.commit().await?;
         Ok(total)
     }
@@ -245,7 +234,6 @@ impl<B: Backend> Store for B {
     ) -> StoreResult<DecideOutcome> {
         let mut tx = self.write_tx().await?;
         let outcome = plans::decide(tx.conn(), session_id, tool_use_id, decision, result).await?;
-        self.announce_in(tx.conn(), session_id).await?;
         tx.commit().await?;
         Ok(outcome)
     }
