@@ -107,6 +107,7 @@ mod tests {
             let want = AppendEffects {
                 plans,
                 requires_action,
+                ..AppendEffects::default()
             };
             assert_eq!(append_effects(&events), want, "{events:?}");
         }

@@ -85,9 +85,18 @@ pub trait Tx: Send {
     async fn commit(self: Box<Self>) -> StoreResult<()>;
 }
 
+/// Which SQL a backend speaks where the two differ (row locking).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
 /// What a database gives the store. [`super::Store`] is implemented once for every backend.
 #[async_trait]
 pub trait Backend: Send + Sync + 'static {
+    /// The SQL this database speaks.
+    fn dialect(&self) -> Dialect;
     /// The pool, for reads and single statements.
     fn pool(&self) -> Box<dyn Conn>;
     /// A write transaction, opened the way this database serialises writers.

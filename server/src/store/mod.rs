@@ -10,6 +10,7 @@
 
 mod backend;
 mod cache;
+mod leases;
 mod models;
 mod postgres;
 mod retention;
@@ -25,6 +26,7 @@ use ultraplan_protocol::model::Usage;
 use ultraplan_protocol::session::SessionStatus;
 
 pub use cache::CachedStore;
+pub use leases::{Author, Claim, Lease};
 pub use models::{
     AgentState, AppendEffects, BundleRow, DecideOutcome, FlagRow, LinkRow, ModelCall, NewPlan,
     NewSession, PatchRow, PlanRow, SessionRow, TokenRow, UserRow, WebSessionRow,
@@ -48,6 +50,10 @@ pub enum StoreError {
     AlreadyExists(&'static str),
     #[error("unsupported database url: {0}")]
     UnsupportedUrl(String),
+    /// A write carried a lease that no longer holds the session: another runner claimed it
+    /// since (a newer epoch), or it was released. Nothing was written.
+    #[error("the lease on session {session_id} (epoch {epoch}) no longer holds it")]
+    Fenced { session_id: String, epoch: i64 },
 }
 
 impl StoreError {
@@ -223,6 +229,32 @@ pub trait Store: Send + Sync + 'static {
     async fn sessions_executing(&self) -> StoreResult<Vec<SessionRow>>;
     /// Record one model call and add its usage to the session's total; returns the new total.
     async fn record_model_call(&self, call: &ModelCall) -> StoreResult<Usage>;
+
+    // --- leases (docs/ARCHITECTURE.md §5.4) ---
+    /// Put the session in the queue for a runner (unless it is archived), releasing any lease.
+    async fn queue_session(&self, session_id: &str, now: i64) -> StoreResult<()>;
+    /// Claim the session that has waited longest for a runner (queued, or running under a
+    /// lease that lapsed before `now`) for `runner` until `now + lease_ms`, with a new epoch.
+    /// Concurrent claimers never get the same session (`FOR UPDATE SKIP LOCKED` on
+    /// PostgreSQL, the write lock on SQLite).
+    async fn claim_session(
+        &self,
+        runner: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> StoreResult<Option<Claim>>;
+    /// Extend the lease to `expires_at`; `false` when it no longer holds the session.
+    async fn renew_lease(&self, lease: &Lease, expires_at: i64) -> StoreResult<bool>;
+    /// Give the session up (its agent ended, or it goes back to the queue when `requeue`);
+    /// `false` when the lease no longer held it.
+    async fn release_lease(&self, lease: &Lease, requeue: bool) -> StoreResult<bool>;
+    /// Requeue every session `runner` holds (all sessions when `None`): a runner starting
+    /// under a name knows its previous incarnation is gone. The number released.
+    async fn release_leases_of(&self, runner: Option<&str>, now: i64) -> StoreResult<u64>;
+    /// How many sessions wait for a runner at `now`.
+    async fn sessions_waiting(&self, now: i64) -> StoreResult<i64>;
+    /// Events users wrote (messages, decisions) with `id > after_id`, oldest first.
+    async fn user_events_after(&self, session_id: &str, after_id: i64) -> StoreResult<Vec<Event>>;
 
     // --- plans ---
     async fn plan(&self, session_id: &str, tool_use_id: &str) -> StoreResult<Option<PlanRow>>;

@@ -79,6 +79,10 @@ pub struct SessionRow {
     pub activity: ultraplan_protocol::activity::Activity,
     /// Remote execution, once a plan was approved for it.
     pub execution: Option<ultraplan_protocol::patch::Execution>,
+    /// The runner holding the session's lease, if one does.
+    pub runner: Option<String>,
+    /// When the session last went back to the queue because its runner's lease lapsed.
+    pub requeued_at: Option<i64>,
 }
 
 /// The patch a remote execution produced.
@@ -186,6 +190,10 @@ pub struct AppendEffects {
     pub plans: Vec<NewPlan>,
     /// Put the session into `requires_action` (unless it is archived).
     pub requires_action: bool,
+    /// Who writes the batch.
+    pub author: super::Author,
+    /// The lease the writer holds: the append happens only while it still holds the session.
+    pub fence: Option<super::Lease>,
 }
 
 /// A plan an appended event proposes: a main-agent ExitPlanMode call.

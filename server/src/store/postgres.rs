@@ -5,7 +5,7 @@ use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 
 use super::StoreResult;
-use super::backend::{Arg, Backend, Conn, Row, Tx, impl_conn};
+use super::backend::{Arg, Backend, Conn, Dialect, Row, Tx, impl_conn};
 
 /// The PostgreSQL store.
 #[derive(Debug, Clone)]
@@ -46,6 +46,10 @@ impl PostgresStore {
 
 #[async_trait]
 impl Backend for PostgresStore {
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
     fn pool(&self) -> Box<dyn Conn> {
         Box::new(self.pool.clone())
     }

@@ -8,7 +8,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Connection as _, SqlitePool};
 
 use super::StoreResult;
-use super::backend::{Arg, Backend, Conn, Row, Tx, impl_conn};
+use super::backend::{Arg, Backend, Conn, Dialect, Row, Tx, impl_conn};
 
 /// The SQLite store.
 #[derive(Debug, Clone)]
@@ -41,6 +41,10 @@ impl SqliteStore {
 
 #[async_trait]
 impl Backend for SqliteStore {
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
     fn pool(&self) -> Box<dyn Conn> {
         Box::new(self.pool.clone())
     }

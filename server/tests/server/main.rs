@@ -8,6 +8,7 @@ mod bundles;
 mod decisions;
 mod events;
 mod execution;
+mod lease_suite;
 mod quota;
 mod ratelimits;
 mod replicas;

@@ -581,6 +581,7 @@ async fn the_store_applies_the_effects_it_is_given(store: Arc<dyn Store>) {
             plan: "# Stray".to_owned(),
         }],
         requires_action: true,
+        ..AppendEffects::default()
     };
     assert!(matches!(
         store.append_events(&s.id, &batch, &stray).await,
@@ -596,6 +597,7 @@ async fn the_store_applies_the_effects_it_is_given(store: Arc<dyn Store>) {
             plan: "# Given".to_owned(),
         }],
         requires_action: true,
+        ..AppendEffects::default()
     };
     let stored = store
         .append_events(&s.id, &batch, &effects)

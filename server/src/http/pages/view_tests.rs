@@ -39,6 +39,8 @@ pub(crate) fn row(status: SessionStatus) -> SessionRow {
         agent_state: AgentState::Running,
         activity: ultraplan_protocol::activity::Activity::default(),
         execution: None,
+        runner: None,
+        requeued_at: None,
     }
 }
 

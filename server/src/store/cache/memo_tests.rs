@@ -27,6 +27,8 @@ fn row(id: &str, last_event_id: i64) -> SessionRow {
         agent_state: AgentState::Running,
         activity: Default::default(),
         execution: None,
+        runner: None,
+        requeued_at: None,
     }
 }
 

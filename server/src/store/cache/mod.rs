@@ -24,6 +24,7 @@ use ultraplan_protocol::patch::{Execution, PatchSummary};
 use ultraplan_protocol::session::SessionStatus;
 
 use super::{
+    Claim, Lease,
     Admission, AgentState, AppendEffects, BundleRow, Collected, DecideOutcome, FlagRow, LinkRow,
     ModelCall, NewSession, PatchRow, PlanRow, SessionRow, Store, StoreResult, TokenRow, UserRow,
     WebSessionRow,
@@ -224,6 +225,42 @@ impl Store for CachedStore {
     }
     async fn sessions_to_recover(&self) -> StoreResult<Vec<SessionRow>> {
         self.inner.sessions_to_recover().await
+    }
+    async fn queue_session(&self, session_id: &str, now: i64) -> StoreResult<()> {
+        self.writing(session_id, self.inner.queue_session(session_id, now))
+            .await
+    }
+    async fn claim_session(
+        &self,
+        runner: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> StoreResult<Option<Claim>> {
+        let claim = self.inner.claim_session(runner, now, lease_ms).await?;
+        if let Some(claim) = &claim {
+            self.writing(&claim.lease.session_id, async { Ok(()) })
+                .await?;
+        }
+        Ok(claim)
+    }
+    /// A renewal changes nothing a reader sees, so nothing is forgotten or announced.
+    async fn renew_lease(&self, lease: &Lease, expires_at: i64) -> StoreResult<bool> {
+        self.inner.renew_lease(lease, expires_at).await
+    }
+    async fn release_lease(&self, lease: &Lease, requeue: bool) -> StoreResult<bool> {
+        self.writing(&lease.session_id, self.inner.release_lease(lease, requeue))
+            .await
+    }
+    async fn release_leases_of(&self, runner: Option<&str>, now: i64) -> StoreResult<u64> {
+        let released = self.inner.release_leases_of(runner, now).await;
+        self.forget_all();
+        released
+    }
+    async fn sessions_waiting(&self, now: i64) -> StoreResult<i64> {
+        self.inner.sessions_waiting(now).await
+    }
+    async fn user_events_after(&self, session_id: &str, after_id: i64) -> StoreResult<Vec<Event>> {
+        self.inner.user_events_after(session_id, after_id).await
     }
     async fn set_execution(&self, session_id: &str, execution: &Execution) -> StoreResult<()> {
         self.writing(session_id, self.inner.set_execution(session_id, execution))

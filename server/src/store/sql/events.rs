@@ -7,7 +7,7 @@ use ultraplan_protocol::events::{Event, EventBody};
 use ultraplan_protocol::session::SessionStatus;
 
 use super::super::backend::{Arg::Text, Conn};
-use super::super::{AppendEffects, StoreError, StoreResult, format_ms, now_ms};
+use super::super::{AppendEffects, Lease, StoreError, StoreResult, format_ms, now_ms};
 use super::{plans, rows, sessions};
 
 fn kind(body: &EventBody) -> &'static str {
@@ -41,22 +41,14 @@ pub async fn append(
     }
     let now = now_ms();
     let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
-    let row = c
-        .fetch_optional(
-            "UPDATE sessions SET last_event_id = last_event_id + $2, updated_at = $3, \
-             last_activity_at = $3 WHERE id = $1 RETURNING last_event_id",
-            &[Text(session_id), count.into(), now.into()],
-        )
-        .await?
-        .ok_or(StoreError::NotFound("session"))?;
-    let last = row.int("last_event_id")?;
+    let last = take_ids(c, session_id, count, now, effects.fence.as_ref()).await?;
     fold_activity(c, session_id, events).await?;
     let mut stored = Vec::with_capacity(events.len());
     for (index, body) in events.iter().enumerate() {
         let id = last - count + 1 + i64::try_from(index).unwrap_or(i64::MAX);
         c.execute(
-            "INSERT INTO events (session_id, id, kind, parent_tool_use_id, body, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO events (session_id, id, kind, parent_tool_use_id, body, created_at, \
+             author) VALUES ($1, $2, $3, $4, $5, $6, $7)",
             &[
                 Text(session_id),
                 id.into(),
@@ -64,6 +56,7 @@ pub async fn append(
                 body.parent_tool_use_id().into(),
                 Text(&serde_json::to_string(body)?),
                 now.into(),
+                Text(effects.author.as_str()),
             ],
         )
         .await?;
@@ -81,6 +74,52 @@ pub async fn append(
         sessions::set_status(c, session_id, SessionStatus::RequiresAction).await?;
     }
     Ok(stored)
+}
+
+/// Reserve `count` ids from the session's counter (taking the session row's lock); the last
+/// one. With a `fence`, only while that lease still holds the session.
+async fn take_ids(
+    c: &mut dyn Conn,
+    session_id: &str,
+    count: i64,
+    now: i64,
+    fence: Option<&Lease>,
+) -> StoreResult<i64> {
+    let row = match fence {
+        None => {
+            c.fetch_optional(
+                "UPDATE sessions SET last_event_id = last_event_id + $2, updated_at = $3, \
+                 last_activity_at = $3 WHERE id = $1 RETURNING last_event_id",
+                &[Text(session_id), count.into(), now.into()],
+            )
+            .await?
+        }
+        Some(lease) => {
+            let row = c
+                .fetch_optional(
+                    "UPDATE sessions SET last_event_id = last_event_id + $2, updated_at = $3, \
+                     last_activity_at = $3 WHERE id = $1 AND lease_runner = $4 \
+                     AND lease_epoch = $5 RETURNING last_event_id",
+                    &[
+                        Text(session_id),
+                        count.into(),
+                        now.into(),
+                        Text(&lease.runner),
+                        lease.epoch.into(),
+                    ],
+                )
+                .await?;
+            if row.is_none() && sessions::by_id(c, session_id).await?.is_some() {
+                return Err(StoreError::Fenced {
+                    session_id: session_id.to_owned(),
+                    epoch: lease.epoch,
+                });
+            }
+            row
+        }
+    };
+    row.ok_or(StoreError::NotFound("session"))?
+        .int("last_event_id")
 }
 
 /// Fold the events into the session's stored activity (subagents, tool calls).

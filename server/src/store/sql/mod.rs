@@ -6,6 +6,7 @@
 mod bundles;
 mod events;
 mod flags;
+mod leases;
 mod plans;
 mod rows;
 mod sessions;
@@ -27,7 +28,7 @@ pub(super) use bundles::insert as insert_bundle;
 use super::backend::Backend;
 use super::retention::{self, Admission, Collected};
 use super::{
-    AgentState, AppendEffects, BundleRow, DecideOutcome, FlagRow, LinkRow, ModelCall, NewSession,
+    AgentState, AppendEffects, Claim, Lease, BundleRow, DecideOutcome, FlagRow, LinkRow, ModelCall, NewSession,
     PatchRow, PlanRow, SessionRow, Store, StoreError, StoreResult, TokenRow, UserRow,
     WebSessionRow,
 };
@@ -215,6 +216,43 @@ impl<B: Backend> Store for B {
         let total = work::record_model_call(tx.conn(), call).await?;
         tx.commit().await?;
         Ok(total)
+    }
+
+    async fn queue_session(&self, session_id: &str, now: i64) -> StoreResult<()> {
+        leases::queue(&mut *self.pool(), session_id, now).await
+    }
+
+    async fn claim_session(
+        &self,
+        runner: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> StoreResult<Option<Claim>> {
+        let mut tx = self.write_tx().await?;
+        let claim = leases::claim(tx.conn(), self.dialect(), runner, now, lease_ms).await?;
+        tx.commit().await?;
+        Ok(claim)
+    }
+
+    async fn renew_lease(&self, lease: &Lease, expires_at: i64) -> StoreResult<bool> {
+        leases::renew(&mut *self.pool(), lease, expires_at).await
+    }
+
+    async fn release_lease(&self, lease: &Lease, requeue: bool) -> StoreResult<bool> {
+        let requeue_at = requeue.then(super::now_ms);
+        leases::release(&mut *self.pool(), lease, requeue_at).await
+    }
+
+    async fn release_leases_of(&self, runner: Option<&str>, now: i64) -> StoreResult<u64> {
+        leases::release_all(&mut *self.pool(), runner, now).await
+    }
+
+    async fn sessions_waiting(&self, now: i64) -> StoreResult<i64> {
+        leases::waiting(&mut *self.pool(), now).await
+    }
+
+    async fn user_events_after(&self, session_id: &str, after_id: i64) -> StoreResult<Vec<Event>> {
+        leases::user_events_after(&mut *self.pool(), session_id, after_id).await
     }
 
     async fn plan(&self, session_id: &str, tool_use_id: &str) -> StoreResult<Option<PlanRow>> {

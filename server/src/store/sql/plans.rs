@@ -5,7 +5,9 @@ use ultraplan_protocol::events::EventBody;
 
 use super::super::backend::{Arg::Text, Conn};
 use super::super::models::{same_decision, status_for};
-use super::super::{AppendEffects, DecideOutcome, PlanRow, StoreError, StoreResult, now_ms};
+use super::super::{
+    AppendEffects, Author, DecideOutcome, PlanRow, StoreError, StoreResult, now_ms,
+};
 use super::events;
 use super::rows::{self, plan_cols};
 
@@ -117,7 +119,10 @@ pub async fn decide(
         c,
         session_id,
         std::slice::from_ref(result),
-        &AppendEffects::default(),
+        &AppendEffects {
+            author: Author::User,
+            ..AppendEffects::default()
+        },
     )
     .await?;
     let event = appended

@@ -12,7 +12,7 @@ macro_rules! session_cols {
     () => {
         "id, user_id, title, bundle_id, status, context, usage, last_event_id, plan_revisions, \
          created_at, updated_at, last_activity_at, archived_at, agent_state, activity, execution, \
-         (SELECT COUNT(*) FROM plans p WHERE p.session_id = sessions.id \
+         lease_runner, requeued_at, (SELECT COUNT(*) FROM plans p WHERE p.session_id = sessions.id \
           AND p.status = 'pending') AS pending_plans"
     };
 }
@@ -61,6 +61,8 @@ pub fn session(row: &Row) -> StoreResult<SessionRow> {
             .transpose()?,
         agent_state: AgentState::parse(&agent_state)
             .ok_or_else(|| corrupt("agent state", &agent_state))?,
+        runner: row.opt_text("lease_runner")?,
+        requeued_at: row.opt_int("requeued_at")?,
     })
 }
 
