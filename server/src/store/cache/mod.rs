@@ -24,10 +24,9 @@ use ultraplan_protocol::patch::{Execution, PatchSummary};
 use ultraplan_protocol::session::SessionStatus;
 
 use super::{
-    Claim, Lease,
-    Admission, AgentState, AppendEffects, BundleRow, Collected, DecideOutcome, FlagRow, LinkRow,
-    ModelCall, NewSession, PatchRow, PlanRow, SessionRow, Store, StoreResult, TokenRow, UserRow,
-    WebSessionRow,
+    Admission, AgentState, AppendEffects, BundleRow, Claim, Collected, DecideOutcome, FlagRow,
+    Lease, LinkRow, ModelCall, NewSession, PatchRow, PlanRow, SessionRow, Store, StoreResult,
+    TokenRow, UserRow, WebSessionRow,
 };
 
 /// The caching store.

@@ -156,10 +156,7 @@ pub async fn release_all(c: &mut dyn Conn, runner: Option<&str>, now: i64) -> St
 
 /// How many sessions wait for a runner at `now`.
 pub async fn waiting(c: &mut dyn Conn, now: i64) -> StoreResult<i64> {
-    let sql = concat!(
-        "SELECT COUNT(*) AS n FROM sessions WHERE ",
-        waiting!("$1")
-    );
+    let sql = concat!("SELECT COUNT(*) AS n FROM sessions WHERE ", waiting!("$1"));
     let row = c.fetch_one(sql, &[now.into()]).await?;
     row.int("n")
 }

@@ -28,8 +28,8 @@ pub(super) use bundles::insert as insert_bundle;
 use super::backend::Backend;
 use super::retention::{self, Admission, Collected};
 use super::{
-    AgentState, AppendEffects, Claim, Lease, BundleRow, DecideOutcome, FlagRow, LinkRow, ModelCall, NewSession,
-    PatchRow, PlanRow, SessionRow, Store, StoreError, StoreResult, TokenRow, UserRow,
+    AgentState, AppendEffects, BundleRow, Claim, DecideOutcome, FlagRow, Lease, LinkRow, ModelCall,
+    NewSession, PatchRow, PlanRow, SessionRow, Store, StoreError, StoreResult, TokenRow, UserRow,
     WebSessionRow,
 };
 
