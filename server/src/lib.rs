@@ -4,6 +4,7 @@
 //! the configured store.
 
 pub mod auth;
+pub mod blobs;
 pub mod bundles;
 pub mod config;
 pub mod core;

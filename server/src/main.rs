@@ -14,6 +14,7 @@ use ultraplan_server::flags::Flag;
 use ultraplan_server::store::{FlagRow, Store, now_ms, redact_url};
 
 use ultraplan_server::auth;
+use ultraplan_server::blobs::BlobLocation;
 use ultraplan_server::model_router::Models;
 
 #[derive(Parser)]
@@ -106,6 +107,12 @@ struct ServeArgs {
     request_limits: RequestLimitArgs,
     #[command(flatten)]
     retention: RetentionArgs,
+    /// Where bundle archives are kept: file:///absolute/dir, or s3://bucket/prefix with the
+    /// endpoint, region and keys from the standard AWS_* variables (AWS_ENDPOINT_URL,
+    /// AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ALLOW_HTTP). Default: the
+    /// data dir's blobs/ folder.
+    #[arg(long, env = "ULTRAPLAN_BLOB_STORE", value_name = "URL")]
+    blob_store: Option<BlobLocation>,
 }
 
 /// Retention of bundles and logins, and the per-user bundle quota.
@@ -235,6 +242,7 @@ fn apply_serve_args(config: &mut Config, args: ServeArgs) {
     };
     config.request_limits = args.request_limits.limits();
     config.retention = args.retention.config();
+    config.blob_store = args.blob_store;
     if let Some(agent) = args.agent_bin {
         config.agent_binary = agent;
     }
@@ -353,6 +361,8 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {}", config.bind))?;
     let addr = listener.local_addr()?;
+    let blobs = config.blobs().context("opening the blob store")?;
+    tracing::info!(kind = blobs.location().kind(), location = %blobs.location(), "blob store");
     let models = Arc::new(Models::from_config(&config));
     let database = redact_url(config.database_url.expose());
     let state = ultraplan_server::start(config, models)
@@ -363,6 +373,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         model = %state.core.config.model,
         runner = state.agents.orchestrator().map_or("none", |o| o.runner_name()),
         data_dir = %state.core.config.data_dir.display(),
+        blob_store = %state.core.config.blob_location(),
         "ultraplan-server listening"
     );
     ultraplan_server::serve(listener, state, shutdown_signal()).await?;

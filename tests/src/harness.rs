@@ -88,6 +88,16 @@ impl Drop for ServerProcess {
 impl ServerProcess {
     /// Start a server with extra environment (runner, model, provider URLs…) and one user.
     pub async fn start(env: &[(&str, &str)]) -> anyhow::Result<Self> {
+        Self::start_as(env, None).await
+    }
+
+    /// Start another replica over a database that already has the user: no user is created,
+    /// and requests carry `token`.
+    pub async fn start_replica(env: &[(&str, &str)], token: &str) -> anyhow::Result<Self> {
+        Self::start_as(env, Some(token)).await
+    }
+
+    async fn start_as(env: &[(&str, &str)], token: Option<&str>) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
         let data_dir = dir.path().join("data");
         let mut server = ServerProcess {
@@ -104,8 +114,14 @@ impl ServerProcess {
             _dir: dir,
         };
         server.base_url = format!("http://127.0.0.1:{}", server.port);
-        let out = server.admin(&["user", "add", "tester"]).await?;
-        server.token = out.trim().to_owned();
+        server.token = match token {
+            Some(token) => token.to_owned(),
+            None => server
+                .admin(&["user", "add", "tester"])
+                .await?
+                .trim()
+                .to_owned(),
+        };
         server.spawn().await?;
         Ok(server)
     }

@@ -3,3 +3,4 @@
 pub mod fake_models;
 pub mod faults;
 pub mod harness;
+pub mod s3;

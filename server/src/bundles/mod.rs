@@ -14,6 +14,7 @@ mod extract;
 mod limits;
 mod links;
 mod paths;
+pub mod registry;
 mod staging;
 mod stream;
 mod tree;
@@ -51,6 +52,13 @@ pub fn bundle_dir(store_root: &Path, sha: &str) -> PathBuf {
 /// Where the uploaded archive of bundle `sha` is kept. Does not validate `sha`.
 pub fn archive_path(store_root: &Path, sha: &str) -> PathBuf {
     store_root.join(format!("{sha}.tar.gz"))
+}
+
+/// `true` when bundle `sha`'s unpacked tree is in this store (the local cache of the blob).
+/// `false` for invalid ids.
+pub fn tree_exists(store_root: &Path, sha: &str) -> bool {
+    is_valid_sha256(sha)
+        && fs::symlink_metadata(bundle_dir(store_root, sha)).is_ok_and(|m| m.is_dir())
 }
 
 /// `true` when bundle `sha` is fully stored (tree and archive). `false` for invalid ids.

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 pub use ultraplan_gateway::Secret;
 use ultraplan_protocol::model_spec::ModelSpec;
 
+use crate::blobs::{BlobError, BlobLocation, BlobStore};
 use crate::bundles::BundleLimits;
 
 pub mod defaults;
@@ -60,6 +61,9 @@ pub struct Config {
     pub workspace_max_bytes: u64,
     /// Bundle grace period, retention interval, per-user bundle quota.
     pub retention: RetentionConfig,
+    /// Where bundle archives live for good (`ULTRAPLAN_BLOB_STORE`); `None`: the data dir's
+    /// `blobs/`.
+    pub blob_store: Option<BlobLocation>,
 }
 
 impl Config {
@@ -87,6 +91,7 @@ impl Config {
             request_limits: RequestLimits::default(),
             workspace_max_bytes: defaults::WORKSPACE_MAX_BYTES,
             retention: RetentionConfig::default(),
+            blob_store: None,
         }
     }
 
@@ -116,6 +121,18 @@ impl Config {
     /// Where bundles live.
     pub fn bundles_dir(&self) -> PathBuf {
         self.data_dir.join("bundles")
+    }
+
+    /// Where the blob store is: the configured location, else the data dir's `blobs/`.
+    pub fn blob_location(&self) -> BlobLocation {
+        self.blob_store
+            .clone()
+            .unwrap_or_else(|| BlobLocation::in_data_dir(&self.data_dir))
+    }
+
+    /// The blob store (opened once per process and location).
+    pub fn blobs(&self) -> Result<BlobStore, BlobError> {
+        BlobStore::shared(&self.blob_location())
     }
 
     /// Why the configured model cannot be used, if it cannot.

@@ -205,7 +205,7 @@ impl SessionTask {
 
     async fn start_agent(&mut self) -> Result<AgentProcess, String> {
         let (workspace, writable) = match self.mode {
-            AgentMode::Plan => (self.bundle_path()?, false),
+            AgentMode::Plan => (self.bundle_path().await?, false),
             AgentMode::Execute => {
                 let ws = crate::execution::workspace_of(&self.inner.state, &self.session.id);
                 (ws.tree, true)

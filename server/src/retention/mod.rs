@@ -4,20 +4,23 @@
 //! - A bundle is kept while any session uses it (archived sessions included: sessions are
 //!   never deleted) and for a grace period after each upload of it, so a bundle uploaded for
 //!   a session about to be created survives. A bundle nobody holds any more is deleted: its
-//!   database rows, its unpacked tree `<data>/bundles/<sha>/` and its archive
-//!   `<data>/bundles/<sha>.tar.gz`. Files in the bundle store that no row knows (left by a
-//!   crash) go too once they are older than the grace period.
+//!   database rows, its blob `bundles/<sha>.tar.gz` in the blob store, and this server's
+//!   cached copy (the unpacked tree `<data>/bundles/<sha>/` and the archive
+//!   `<data>/bundles/<sha>.tar.gz`). Files in the bundle store and blobs that no row knows
+//!   (left by a crash, another replica's cache, a refused upload) go too once they are older
+//!   than the grace period.
 //! - Login links that expired or were used, and expired browser sessions, are deleted.
 //! - The rules the database side follows, and why a session being created never loses its
 //!   bundle, are in the store (`store/retention.rs`).
 
+mod orphans;
 mod quota;
-mod registry;
 
 use std::path::Path;
 
 pub use quota::{Quota, QuotaError, human_bytes, parse_size, quota_message};
 
+use crate::bundles::registry;
 use crate::core::Core;
 use crate::store::StoreError;
 
@@ -30,6 +33,8 @@ pub struct Swept {
     pub bundles: u64,
     /// Files or trees removed from the bundle store that no bundle row knew.
     pub orphans: u64,
+    /// Blobs removed from the blob store that no bundle row knew.
+    pub orphan_blobs: u64,
     /// Login links deleted.
     pub links: u64,
     /// Browser sessions deleted.
@@ -73,15 +78,19 @@ pub async fn sweep(state: &Core, now: i64) -> Result<Swept, StoreError> {
     for sha in &collected.bundles {
         if let Some(_deleting) = registry::Deleting::begin(&root, sha) {
             remove_files(&root, sha).await;
+            remove_blob(state, sha).await;
         }
         swept.bundles += 1;
     }
-    swept.orphans = sweep_orphans(state, &root, now.saturating_sub(grace_ms)).await?;
+    let cutoff = now.saturating_sub(grace_ms);
+    swept.orphans = orphans::sweep_files(state, &root, cutoff).await?;
+    swept.orphan_blobs = orphans::sweep_blobs(state, &root, cutoff).await?;
     if swept != Swept::default() {
         tracing::info!(
             holdings = swept.holdings,
             bundles = swept.bundles,
             orphans = swept.orphans,
+            orphan_blobs = swept.orphan_blobs,
             links = swept.links,
             web_sessions = swept.web_sessions,
             "retention pass"
@@ -116,50 +125,13 @@ pub(crate) async fn remove_files(root: &Path, sha: &str) {
     }
 }
 
-/// Bundle ids with files in the store that are older than `cutoff` (ms).
-fn stored_ids(root: &Path, cutoff: i64) -> std::io::Result<Vec<String>> {
-    let mut ids = Vec::new();
-    let entries = match std::fs::read_dir(root) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ids),
-        other => other?,
+/// Delete a bundle's blob; a failure is logged, and the orphan sweep retries it later.
+pub(crate) async fn remove_blob(state: &Core, sha: &str) {
+    let deleted = match state.config.blobs() {
+        Ok(blobs) => blobs.delete(&crate::blobs::bundle_key(sha)).await,
+        Err(error) => Err(error),
     };
-    for entry in entries {
-        let entry = entry?;
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        let sha = name.strip_suffix(".tar.gz").unwrap_or(&name);
-        if !crate::bundles::is_valid_sha256(sha) {
-            continue;
-        }
-        let modified = entry.metadata()?.modified()?;
-        let age_ms = modified
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        if age_ms < cutoff && !ids.iter().any(|id| id == sha) {
-            ids.push(sha.to_owned());
-        }
+    if let Err(error) = deleted {
+        tracing::error!(sha256 = sha, %error, "cannot delete a deleted bundle's blob");
     }
-    Ok(ids)
-}
-
-/// Remove stored files of bundles no row knows, once older than `cutoff` and not uploading.
-async fn sweep_orphans(state: &Core, root: &Path, cutoff: i64) -> Result<u64, StoreError> {
-    let dir = root.to_path_buf();
-    let ids = tokio::task::spawn_blocking(move || stored_ids(&dir, cutoff))
-        .await
-        .map_err(|e| StoreError::Corrupt(format!("listing the bundle store failed: {e}")))?
-        .map_err(|e| StoreError::Corrupt(format!("cannot list the bundle store: {e}")))?;
-    let mut removed = 0;
-    for sha in ids {
-        let Some(_deleting) = registry::Deleting::begin(root, &sha) else {
-            continue;
-        };
-        if state.store.bundle_known(&sha).await? {
-            continue;
-        }
-        tracing::warn!(sha256 = %sha, "removing bundle files no bundle row knows");
-        remove_files(root, &sha).await;
-        removed += 1;
-    }
-    Ok(removed)
 }

@@ -2,7 +2,7 @@
 //! refused with 413 `quota_exceeded`, before its body is read when the numbers already tell,
 //! else once it is unpacked (then its files are removed unless someone else holds them).
 
-use super::registry::Uploading;
+use crate::bundles::registry::Uploading;
 use crate::core::Core;
 use crate::store::{Admission, BundleRow, StoreError};
 

@@ -4,6 +4,7 @@
 
 mod agents;
 mod api;
+mod blob_store;
 mod bundles;
 mod decisions;
 mod events;

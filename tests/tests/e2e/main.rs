@@ -1,6 +1,7 @@
 //! End-to-end suites: the gateway against fake providers, and the real binaries together.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod blobs;
 mod cli_script;
 mod common;
 mod execution;

@@ -10,6 +10,7 @@ use tokio_util::io::{StreamReader, SyncIoBridge};
 use ultraplan_protocol::api::BundleUploaded;
 
 use crate::auth::AuthUser;
+use crate::blobs::{self, BlobError, BlobStore};
 use crate::bundles::{self, BundleStats};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
@@ -26,7 +27,8 @@ fn check_sha(sha: &str) -> ApiResult<()> {
     }
 }
 
-/// 200 when the caller already uploaded this bundle (skip the upload), else 404.
+/// 200 when the caller already uploaded this bundle (skip the upload), else 404. Answered from
+/// the blob store, so a bundle any replica received counts.
 #[utoipa::path(head, path = "/v1/bundles/{sha256}", tag = "bundles",
     params(("sha256" = String, Path, description = "sha256 of the .tar.gz")),
     responses((status = 200, description = "held"), (status = 404, description = "not held")),
@@ -37,13 +39,17 @@ pub async fn head(
     Path(sha): Path<String>,
 ) -> ApiResult<StatusCode> {
     check_sha(&sha)?;
-    let held = state
+    let owned = state
         .core
         .store
         .owned_bundle(&user.id, &sha)
         .await?
-        .is_some()
-        && bundles::bundle_exists(&state.core.config.bundles_dir(), &sha);
+        .is_some();
+    let held = owned
+        && blob_store(&state)?
+            .exists(&blobs::bundle_key(&sha))
+            .await
+            .map_err(blob_error)?;
     Ok(if held {
         StatusCode::OK
     } else {
@@ -52,6 +58,7 @@ pub async fn head(
 }
 
 /// Upload a gzip'd tar. Hostile archives are refused with 4xx and leave nothing behind.
+/// The answer comes once the archive is in the blob store.
 ///
 /// The body must arrive within the server's deadline and at its minimum rate; each user may
 /// upload a few bundles at once.
@@ -67,7 +74,8 @@ pub async fn head(
             has as many uploads in progress as allowed (`too_many_uploads`); see Retry-After",
             body = ultraplan_protocol::api::ErrorBody),
         (status = 503, description = "the server is receiving as many uploads as it can \
-            (`uploads_busy`); see Retry-After", body = ultraplan_protocol::api::ErrorBody)),
+            (`uploads_busy`), or the blob store failed (`blob_store_unavailable`); see \
+            Retry-After", body = ultraplan_protocol::api::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn put(
     State(state): State<AppState>,
@@ -97,6 +105,9 @@ pub async fn put(
         created_at: now_ms(),
     };
     quota.record(&state.core, &user.id, &row).await?;
+    // Recorded first, so the archive is only ever sent for a bundle within its user's quota;
+    // until it is in the blob store HEAD says 404 and the client uploads again.
+    store_archive(&state, &sha).await?;
     tracing::info!(sha256 = %sha, files = stats.files, bytes = stats.archive_bytes, "bundle stored");
     Ok(Json(BundleUploaded {
         bundle_id: stats.sha256,
@@ -140,4 +151,40 @@ async fn ingest(state: &AppState, sha: &str, body: Body) -> ApiResult<BundleStat
         .await
         .map_err(|e| ApiError::Internal(format!("bundle task failed: {e}")))?
         .map_err(ApiError::from)
+}
+
+/// Send the stored archive to the blob store, unless the store has it already (another
+/// user's or replica's upload of the same bytes).
+async fn store_archive(state: &AppState, sha: &str) -> ApiResult<()> {
+    let blobs = blob_store(state)?;
+    let key = blobs::bundle_key(sha);
+    if blobs.exists(&key).await.map_err(blob_error)? {
+        return Ok(());
+    }
+    let archive = bundles::archive_path(&state.core.config.bundles_dir(), sha);
+    let sent = blobs
+        .put_file_streaming(&key, &archive)
+        .await
+        .map_err(blob_error)?;
+    tracing::info!(sha256 = %sha, bytes = sent, location = %blobs.location(), "bundle archive in the blob store");
+    Ok(())
+}
+
+fn blob_store(state: &AppState) -> ApiResult<BlobStore> {
+    state.core.config.blobs().map_err(blob_error)
+}
+
+/// 503 with Retry-After when the store failed (worth retrying), 500 otherwise.
+fn blob_error(error: BlobError) -> ApiError {
+    tracing::error!(code = error.code(), %error, "blob store operation failed");
+    if error.is_unavailable() {
+        ApiError::Throttled {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            code: "blob_store_unavailable",
+            message: format!("the blob store failed; try again shortly ({error})"),
+            retry_after: Some(std::time::Duration::from_secs(5)),
+        }
+    } else {
+        ApiError::Internal(error.to_string())
+    }
 }

@@ -5,7 +5,7 @@ use ultraplan_protocol::frames::AgentMode;
 use ultraplan_protocol::patch::{Execution, ExecutionState};
 
 use super::SessionTask;
-use crate::bundles::bundle_dir;
+use crate::blobs::ensure_bundle_tree;
 use crate::execution::Ending;
 use crate::store::StoreResult;
 
@@ -32,7 +32,7 @@ impl SessionTask {
         if workspace.is_prepared().await {
             return Ok(());
         }
-        let bundle = self.bundle_path()?;
+        let bundle = self.bundle_path().await?;
         let owner = self.inner.runner.workspace_owner();
         workspace
             .prepare(&bundle, owner)
@@ -78,16 +78,18 @@ impl SessionTask {
         }
     }
 
-    pub(super) fn bundle_path(&self) -> Result<std::path::PathBuf, String> {
+    /// The bundle's unpacked tree, unpacked from the blob store first when this server has no
+    /// copy of it.
+    pub(super) async fn bundle_path(&self) -> Result<std::path::PathBuf, String> {
         let bundle = self
             .session
             .bundle_id
             .as_deref()
             .ok_or("the session has no bundle")?;
-        let path = bundle_dir(&self.inner.state.config.bundles_dir(), bundle);
-        if !path.is_dir() {
-            return Err(format!("bundle {bundle} is missing from the bundle store"));
-        }
-        Ok(path)
+        let config = &self.inner.state.config;
+        let blobs = config.blobs().map_err(|e| e.to_string())?;
+        ensure_bundle_tree(&blobs, &config.bundles_dir(), bundle, &config.bundle_limits)
+            .await
+            .map_err(|e| e.to_string())
     }
 }

@@ -1,6 +1,7 @@
 //! Which bundles have an upload in flight and which are being deleted, so that removing a
-//! bundle's files never races an upload of the same bundle in this process: an upload waits
-//! while the files go, and files are never removed while an upload may be publishing them.
+//! bundle's files never races an upload of the same bundle in this process (or its tree being
+//! unpacked again from the blob store, which registers as an upload): an upload waits while
+//! the files go, and files are never removed while an upload may be publishing them.
 //! The lock is a plain mutex held only for a map update, never across an await.
 
 use std::collections::HashMap;
