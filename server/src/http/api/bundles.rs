@@ -27,8 +27,9 @@ fn check_sha(sha: &str) -> ApiResult<()> {
     }
 }
 
-/// 200 when the caller already uploaded this bundle (skip the upload), else 404. Answered from
-/// the blob store, so a bundle any replica received counts.
+/// 200 when the caller already uploaded this bundle (skip the upload), else 404.
+///
+/// Answered from the blob store, so a bundle any replica received counts.
 #[utoipa::path(head, path = "/v1/bundles/{sha256}", tag = "bundles",
     params(("sha256" = String, Path, description = "sha256 of the .tar.gz")),
     responses((status = 200, description = "held"), (status = 404, description = "not held")),
@@ -58,10 +59,9 @@ pub async fn head(
 }
 
 /// Upload a gzip'd tar. Hostile archives are refused with 4xx and leave nothing behind.
-/// The answer comes once the archive is in the blob store.
 ///
 /// The body must arrive within the server's deadline and at its minimum rate; each user may
-/// upload a few bundles at once.
+/// upload a few bundles at once. The answer comes once the archive is in the blob store.
 #[utoipa::path(put, path = "/v1/bundles/{sha256}", tag = "bundles",
     params(("sha256" = String, Path, description = "sha256 of the .tar.gz")),
     request_body(content = Vec<u8>, content_type = "application/gzip"),
