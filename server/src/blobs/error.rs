@@ -84,6 +84,22 @@ impl BlobError {
         }
     }
 
+    /// `true` when a disk on the way is full (ENOSPC or EDQUOT anywhere in the error's
+    /// chain): a local blob store on a full disk, or the local side of a transfer.
+    pub fn is_storage_full(&self) -> bool {
+        let mut next: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(error) = next {
+            if error
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(crate::bundles::is_storage_full)
+            {
+                return true;
+            }
+            next = error.source();
+        }
+        false
+    }
+
     /// `true` when the store itself failed (unreachable, refused the request): a retry may
     /// succeed.
     pub fn is_unavailable(&self) -> bool {

@@ -185,3 +185,45 @@ fn debug_output_names_only_the_location() {
     assert!(printed.contains("file://"), "{printed}");
     assert_eq!(blobs.location().kind(), "file");
 }
+
+#[test]
+fn a_full_disk_is_found_anywhere_in_the_chain() {
+    let full = || std::io::Error::from(std::io::ErrorKind::StorageFull);
+    let local = BlobError::Local {
+        action: "reading",
+        path: "/x".to_owned(),
+        source: full(),
+    };
+    let wrapped = BlobError::Store {
+        location: "file:///b".to_owned(),
+        action: "uploading",
+        key: "k".to_owned(),
+        source: Box::new(object_store::Error::Generic {
+            store: "LocalFileSystem",
+            source: Box::new(full()),
+        }),
+    };
+    let other = BlobError::Store {
+        location: "s3://b".to_owned(),
+        action: "uploading",
+        key: "k".to_owned(),
+        source: Box::new(object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(std::io::Error::from(std::io::ErrorKind::ConnectionReset)),
+        }),
+    };
+    let missing = BlobError::NotFound {
+        location: "s3://b".to_owned(),
+        key: "k".to_owned(),
+    };
+    let cases = [
+        (&local, true, false),
+        (&wrapped, true, true),
+        (&other, false, true),
+        (&missing, false, false),
+    ];
+    for (error, full, unavailable) in cases {
+        assert_eq!(error.is_storage_full(), full, "{error}");
+        assert_eq!(error.is_unavailable(), unavailable, "{error}");
+    }
+}

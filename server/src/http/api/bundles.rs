@@ -174,14 +174,21 @@ fn blob_store(state: &AppState) -> ApiResult<BlobStore> {
     state.core.config.blobs().map_err(blob_error)
 }
 
-/// 503 with Retry-After when the store failed (worth retrying), 500 otherwise.
+/// 507 `storage_full` when a disk is full, 503 with Retry-After when the store failed (worth
+/// retrying), 500 otherwise; the details go to the log, never to the client.
 fn blob_error(error: BlobError) -> ApiError {
     tracing::error!(code = error.code(), %error, "blob store operation failed");
-    if error.is_unavailable() {
+    if error.is_storage_full() {
+        let full = std::io::Error::from(std::io::ErrorKind::StorageFull);
+        ApiError::Bundle(bundles::BundleError::Io {
+            context: "writing to the blob store".to_owned(),
+            source: full,
+        })
+    } else if error.is_unavailable() {
         ApiError::Throttled {
             status: StatusCode::SERVICE_UNAVAILABLE,
             code: "blob_store_unavailable",
-            message: format!("the blob store failed; try again shortly ({error})"),
+            message: "the blob store is unavailable; try again shortly".to_owned(),
             retry_after: Some(std::time::Duration::from_secs(5)),
         }
     } else {
