@@ -198,4 +198,15 @@ pub struct SessionResource {
     /// Remote execution of the approved plan, once one started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution: Option<crate::patch::Execution>,
+    /// The runner whose claim holds the session, while one does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<String>,
+    /// When the session last went back to the queue because its runner stopped answering
+    /// (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requeued_at: Option<String>,
+    /// The agent gave its sandbox up while it waits on a person; a decision or message
+    /// resumes it from the log.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub parked: bool,
 }

@@ -8,7 +8,7 @@ use ultraplan_protocol::events::{Event, EventBody};
 
 use crate::config::Config;
 use crate::hub::EventHub;
-use crate::store::{SessionRow, Store, StoreResult};
+use crate::store::{AppendEffects, Author, Lease, SessionRow, Store, StoreResult};
 use crate::telemetry::{self, Counters};
 
 /// Cheap to clone: everything is behind `Arc`.
@@ -56,7 +56,24 @@ impl Core {
         session: &SessionRow,
         events: &[EventBody],
     ) -> StoreResult<Vec<Event>> {
-        let effects = crate::plans::append_effects(events);
+        self.append_with(session, events, Author::Runner, None)
+            .await
+    }
+
+    /// [`Core::append`] by `author`; with a `lease`, only while it holds the session (else
+    /// [`crate::store::StoreError::Fenced`] and nothing is written).
+    pub async fn append_with(
+        &self,
+        session: &SessionRow,
+        events: &[EventBody],
+        author: Author,
+        lease: Option<&Lease>,
+    ) -> StoreResult<Vec<Event>> {
+        let effects = AppendEffects {
+            author,
+            fence: lease.cloned(),
+            ..crate::plans::append_effects(events)
+        };
         let stored = self
             .store
             .append_events(&session.id, events, &effects)

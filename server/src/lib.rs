@@ -49,17 +49,14 @@ pub async fn start(
             settings.max_running = config.max_running_sessions;
             settings.token_budget = config.session_token_budget;
             settings.execute = executes(&runner).await;
+            settings.runner_name = config.runner_name();
+            settings.lease = std::time::Duration::from_secs(config.lease_seconds);
+            settings.park_after = std::time::Duration::from_secs(config.park_after_seconds);
             let orchestrator =
                 orchestrator::Orchestrator::new(core.clone(), runner, models, settings);
-            let rows = core.store.list_flags().await?;
-            let defaults = flags::Defaults {
-                model: config.model.clone(),
-            };
-            let resumed = orchestrator
-                .recover(|row| {
-                    flags::UserFlags::resolve(&row.user_id, &rows, &defaults).timeout_seconds
-                })
-                .await?;
+            // SQLite belongs to this process alone: every claim on it was this process's.
+            let only_process = config.database_url.expose().starts_with("sqlite:");
+            let resumed = orchestrator.start(only_process).await?;
             tracing::info!(
                 runner = orchestrator.runner_name(),
                 resumed,

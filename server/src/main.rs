@@ -84,6 +84,18 @@ struct ServeArgs {
     /// Sessions with a live agent at once; more wait in order.
     #[arg(long, env = "ULTRAPLAN_MAX_RUNNING", default_value_t = defaults::MAX_RUNNING)]
     max_running: usize,
+    /// The name this server's runner claims sessions under; unique among the processes on
+    /// one database (default: the host name and a hash of the data dir).
+    #[arg(long, env = "ULTRAPLAN_RUNNER_NAME")]
+    runner_name: Option<String>,
+    /// Seconds a runner's claim on a session lasts without a renewal; a session whose runner
+    /// stops answering is resumed elsewhere this long after.
+    #[arg(long, env = "ULTRAPLAN_LEASE_SECONDS", default_value_t = defaults::LEASE_SECONDS)]
+    lease_seconds: u64,
+    /// Seconds an agent waiting on a decision, an answer or a message keeps its sandbox before
+    /// it is parked (stopped; the answer resumes it from the log on any runner).
+    #[arg(long, env = "ULTRAPLAN_PARK_AFTER_SECONDS", default_value_t = defaults::PARK_AFTER_SECONDS)]
+    park_after_seconds: u64,
     /// Tokens (input, output and cache) one session may spend before it is stopped.
     #[arg(
         long,
@@ -233,6 +245,9 @@ fn apply_serve_args(config: &mut Config, args: ServeArgs) {
         .unwrap_or_else(|| format!("http://{}", args.bind));
     config.runner = args.runner;
     config.max_running_sessions = args.max_running.max(1);
+    config.runner_name = args.runner_name.filter(|n| !n.trim().is_empty());
+    config.lease_seconds = args.lease_seconds.max(1);
+    config.park_after_seconds = args.park_after_seconds;
     config.session_token_budget = args.session_token_budget;
     config.workspace_max_bytes = args.workspace_max_bytes;
     config.rate_limits = RateLimits {
@@ -376,7 +391,16 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         blob_store = %state.core.config.blob_location(),
         "ultraplan-server listening"
     );
-    ultraplan_server::serve(listener, state, shutdown_signal()).await?;
+    // On SIGTERM the runner hands its sessions back before the listener closes, so another
+    // replica resumes them at once rather than after their leases lapse.
+    let agents = state.agents.clone();
+    let shutdown = async move {
+        shutdown_signal().await;
+        if let Some(orchestrator) = agents.orchestrator() {
+            orchestrator.drain().await;
+        }
+    };
+    ultraplan_server::serve(listener, state, shutdown).await?;
     Ok(())
 }
 

@@ -30,6 +30,11 @@ pub struct Counters {
 impl Counters {
     /// Add one to a counter.
     pub fn inc(&self, name: &str, labels: &[(&str, &str)]) {
+        self.add(name, labels, 1);
+    }
+
+    /// Add `n` to a counter.
+    pub fn add(&self, name: &str, labels: &[(&str, &str)], n: u64) {
         let key = (
             name.to_owned(),
             labels
@@ -38,7 +43,7 @@ impl Counters {
                 .collect(),
         );
         let mut values = self.values.lock().unwrap_or_else(|e| e.into_inner());
-        *values.entry(key).or_default() += 1;
+        *values.entry(key).or_default() += n;
     }
 
     /// Prometheus text exposition of every counter, plus the given gauges.

@@ -11,6 +11,10 @@ pub const BIND: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOS
 pub const RUNNER: RunnerKind = RunnerKind::Auto;
 /// Sessions with a live agent at once.
 pub const MAX_RUNNING: usize = 16;
+/// Seconds a runner's claim on a session lasts without a renewal.
+pub const LEASE_SECONDS: u64 = 30;
+/// Seconds an agent waiting on a person keeps its sandbox before it is parked.
+pub const PARK_AFTER_SECONDS: u64 = 60;
 /// Tokens one session may spend before it is stopped.
 pub const SESSION_TOKEN_BUDGET: u64 = 5_000_000;
 /// Size cap of an execution workspace: 2 GiB.

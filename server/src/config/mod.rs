@@ -51,6 +51,12 @@ pub struct Config {
     pub agent_binary: PathBuf,
     /// Sessions with a live agent at once; more wait in order.
     pub max_running_sessions: usize,
+    /// The name this server's runner claims under (default: [`Config::default_runner_name`]).
+    pub runner_name: Option<String>,
+    /// Seconds a claim lasts without a renewal.
+    pub lease_seconds: u64,
+    /// Seconds an agent waiting on a person keeps its sandbox before it is parked.
+    pub park_after_seconds: u64,
     /// Tokens a session may spend before it is stopped.
     pub session_token_budget: u64,
     /// Requests per user, and per client address for requests that do not authenticate.
@@ -86,6 +92,9 @@ impl Config {
             max_json_body: defaults::MAX_JSON_BODY,
             agent_binary: default_agent_binary(),
             max_running_sessions: defaults::MAX_RUNNING,
+            runner_name: None,
+            lease_seconds: defaults::LEASE_SECONDS,
+            park_after_seconds: defaults::PARK_AFTER_SECONDS,
             session_token_budget: defaults::SESSION_TOKEN_BUDGET,
             rate_limits: RateLimits::default(),
             request_limits: RequestLimits::default(),
@@ -105,6 +114,21 @@ impl Config {
             defaults::OFFLINE_MODEL
         };
         model.to_owned()
+    }
+
+    /// The name this server's runner claims sessions under: the configured one, else the host
+    /// name and [`Config::instance_id`], so a restarted process knows its own claims and two
+    /// hosts sharing a data dir path never take each other's.
+    pub fn runner_name(&self) -> String {
+        if let Some(name) = &self.runner_name {
+            return name.clone();
+        }
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|h| h.trim().to_owned())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "local".to_owned());
+        format!("{host}-{}", self.instance_id())
     }
 
     /// A stable name for this server instance: a hash of its data dir.

@@ -9,16 +9,16 @@ use super::{Ending, finish, patch_result};
 use crate::core::Core;
 use crate::store::{SessionRow, StoreResult};
 
-/// Finish every execution still marked executing whose session no agent runs for (`live`
-/// says which do). Returns how many were finished.
+/// Finish every execution still marked executing whose session no agent will take up again
+/// (`taken_up` says which will). Returns how many were finished.
 pub async fn finish_abandoned(
     state: &Core,
-    live: impl Fn(&str) -> bool,
+    taken_up: impl Fn(&SessionRow) -> bool,
     why: &str,
 ) -> StoreResult<usize> {
     let mut finished = 0;
     for row in state.store.sessions_executing().await? {
-        if live(&row.id) {
+        if taken_up(&row) {
             continue;
         }
         tracing::warn!(session_id = %row.id, why, "finishing an abandoned execution");

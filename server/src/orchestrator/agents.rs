@@ -4,10 +4,8 @@
 
 use std::sync::Arc;
 
-use ultraplan_protocol::events::Event;
-
-use super::{Launch, Orchestrator};
-use crate::store::SessionRow;
+use super::Orchestrator;
+use crate::store::StoreResult;
 
 /// Agents on this server: running through an orchestrator, or unavailable and why.
 #[derive(Clone)]
@@ -38,11 +36,6 @@ impl Agents {
         }
     }
 
-    /// Whether an agent task exists for the session.
-    pub fn is_live(&self, session_id: &str) -> bool {
-        self.orchestrator().is_some_and(|o| o.is_live(session_id))
-    }
-
     /// Whether the session's agent has been silent past the stall threshold.
     pub fn stalled(&self, session_id: &str) -> bool {
         self.orchestrator().is_some_and(|o| o.stalled(session_id))
@@ -53,15 +46,6 @@ impl Agents {
         self.orchestrator().is_some_and(Orchestrator::executes)
     }
 
-    /// Hand events that are already in the log to the session's agent, if one runs.
-    pub fn deliver(&self, session_id: &str, events: &[Event]) {
-        if let Some(orchestrator) = self.orchestrator() {
-            for event in events {
-                orchestrator.deliver(session_id, event.body.clone());
-            }
-        }
-    }
-
     /// Stop the session's agent and wait until it is gone; nothing when none runs.
     pub async fn stop(&self, session_id: &str) {
         if let Some(orchestrator) = self.orchestrator() {
@@ -69,16 +53,19 @@ impl Agents {
         }
     }
 
-    /// Start the session's agent in the background, when agents run here.
-    pub fn launch(&self, session: SessionRow, launch: Launch) {
+    /// Queue the session if it was parked (a decision or message arrived for it).
+    pub async fn unpark(&self, session_id: &str) -> StoreResult<()> {
         if let Some(orchestrator) = self.orchestrator() {
-            orchestrator.launch(session, launch);
+            orchestrator.unpark(session_id).await?;
         }
+        Ok(())
     }
 
-    /// Start the session's agent unless one already runs; `true` when one started.
-    pub fn launch_if_idle(&self, session: SessionRow, launch: Launch) -> bool {
-        self.orchestrator()
-            .is_some_and(|o| o.launch_if_idle(session, launch))
+    /// Queue the session for a runner, when agents run here.
+    pub async fn queue(&self, session_id: &str) -> StoreResult<()> {
+        if let Some(orchestrator) = self.orchestrator() {
+            orchestrator.queue(session_id).await?;
+        }
+        Ok(())
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use ultraplan_protocol::events::{Event, EventBody};
 
 use crate::core::Core;
-use crate::store::{SessionRow, StoreResult};
+use crate::store::{Author, Lease, SessionRow, StoreResult};
 
 /// How long a write keeps trying while no connection can be had.
 const RETRY_FOR: Duration = Duration::from_secs(300);
@@ -46,18 +46,22 @@ where
     }
 }
 
-/// Append events to the session's log like [`write`], and after a failure that may have
+/// Append events to the session's log as the `lease` holder, like [`write`], and after a failure that may have
 /// committed (the connection broke mid-write) look in the log before trying again, so the
 /// events end up there exactly once.
 pub(crate) async fn append(
     state: &Core,
     session: &SessionRow,
     events: &[EventBody],
+    lease: &Lease,
 ) -> StoreResult<()> {
     let deadline = tokio::time::Instant::now() + RETRY_FOR;
     let mut delay = FIRST_DELAY;
     loop {
-        let error = match state.append(session, events).await {
+        let appended = state
+            .append_with(session, events, Author::Runner, Some(lease))
+            .await;
+        let error = match appended {
             Ok(_) => return Ok(()),
             Err(error) => error,
         };

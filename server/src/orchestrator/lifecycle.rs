@@ -95,6 +95,12 @@ impl Default for Lifecycle {
 }
 
 impl Lifecycle {
+    /// Whether the agent waits on a person: a plan's decision, an answer, or a message after
+    /// its turn. Such an agent can be parked.
+    pub fn waits_on_person(&self) -> bool {
+        matches!(self.stage, Stage::Waiting { .. } | Stage::Idle)
+    }
+
     /// A lifecycle that hands approved plans to execution when `executes`.
     pub fn new(executes: bool) -> Self {
         Lifecycle {

@@ -1,21 +1,24 @@
-//! Runs sessions: one task per session starts its agent in the sandbox, pumps frames between
-//! the agent, the model backend and the event log, and drives the pure
-//! [`Lifecycle`](lifecycle::Lifecycle) with what happens.
+//! This server's runner: claims sessions that wait for one under leases; one task per claimed
+//! session starts its agent in the sandbox, pumps frames between the agent, the model backend
+//! and the event log, and drives the pure [`Lifecycle`](lifecycle::Lifecycle) with what
+//! happens.
 
 mod agents;
 mod backend;
+mod claims;
 mod durable;
+mod inbox;
 pub mod lifecycle;
 mod pump;
 mod settings;
 mod task;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use ultraplan_protocol::SessionStatus;
 use ultraplan_protocol::events::{EventBody, SystemEvent};
 
@@ -25,7 +28,7 @@ pub use settings::OrchestratorSettings;
 
 use crate::core::Core;
 use crate::runner::Runner;
-use crate::store::{AgentState, SessionRow, StoreResult, now_ms};
+use crate::store::{AgentState, Claim, Lease, StoreResult, now_ms};
 
 /// What the session task is told from outside.
 #[derive(Debug)]
@@ -34,13 +37,18 @@ pub(crate) enum Command {
     Deliver(Box<EventBody>),
     /// Stop the agent (archive).
     Stop,
+    /// The lease no longer holds the session: stop the agent and write nothing more.
+    Lost,
+    /// This runner is shutting down: stop the agent and hand the session back to the queue,
+    /// where any runner resumes it from the log.
+    HandBack,
 }
 
 /// How to start a session's agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Launch {
     pub timeout_seconds: u64,
-    /// Started again after a server restart.
+    /// An agent ran for the session before (the server restarted, or its runner was lost).
     pub resumed: bool,
 }
 
@@ -49,6 +57,9 @@ struct Live {
     commands: mpsc::UnboundedSender<Command>,
     last_seen_ms: Arc<AtomicI64>,
     finished: watch::Receiver<bool>,
+    lease: Lease,
+    /// When the lease was last renewed (ms).
+    renewed_ms: Arc<AtomicI64>,
 }
 
 pub(crate) struct Inner {
@@ -59,16 +70,21 @@ pub(crate) struct Inner {
     pub(crate) settings: OrchestratorSettings,
     pub(crate) slots: Arc<Semaphore>,
     live: Mutex<HashMap<String, Live>>,
+    /// Wakes the claim loop: a session was queued, or a slot came free.
+    kick: Notify,
+    /// Shutting down: no more claims.
+    draining: AtomicBool,
 }
 
-/// Starts, feeds and stops session agents.
+/// This server's runner: claims waiting sessions under leases, starts, feeds and stops their
+/// agents (docs/ARCHITECTURE.md §5.4).
 #[derive(Clone)]
 pub struct Orchestrator {
     inner: Arc<Inner>,
 }
 
 impl Orchestrator {
-    /// An orchestrator over the shared core.
+    /// An orchestrator over the shared core, claiming at once (call within a Tokio runtime).
     pub fn new(
         state: Core,
         runner: Runner,
@@ -76,7 +92,7 @@ impl Orchestrator {
         settings: OrchestratorSettings,
     ) -> Self {
         let slots = Arc::new(Semaphore::new(settings.max_running.max(1)));
-        Orchestrator {
+        let me = Orchestrator {
             inner: Arc::new(Inner {
                 state,
                 runner,
@@ -84,8 +100,13 @@ impl Orchestrator {
                 settings,
                 slots,
                 live: Mutex::new(HashMap::new()),
+                kick: Notify::new(),
+                draining: AtomicBool::new(false),
             }),
-        }
+        };
+        tokio::spawn(claims::claim_loop(me.clone()));
+        tokio::spawn(claims::heartbeat_loop(me.clone()));
+        me
     }
 
     /// Whether approved plans are executed here.
@@ -93,79 +114,96 @@ impl Orchestrator {
         self.inner.settings.execute
     }
 
-    /// The runner's name (`bwrap`, `process`).
+    /// The sandbox's name (`bwrap`, `process`).
     pub fn runner_name(&self) -> &'static str {
         self.inner.runner.name()
+    }
+
+    /// The name this runner's leases carry.
+    pub fn name(&self) -> &str {
+        &self.inner.settings.runner_name
     }
 
     fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Live>> {
         self.inner.live.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Start the session's agent in the background (queued if the cap is reached).
-    pub fn launch(&self, session: SessionRow, launch: Launch) {
-        let mut live = self.live();
-        self.spawn_task(&mut live, session, launch);
-    }
-
-    /// Like [`Orchestrator::launch`], unless a task already runs for the session (checked
-    /// and claimed at once, so two callers never start two tasks). `true` when it started.
-    pub fn launch_if_idle(&self, session: SessionRow, launch: Launch) -> bool {
-        let mut live = self.live();
-        if live.contains_key(&session.id) {
-            return false;
+    /// Put the session in the queue for a runner (this one or any other on the database) and
+    /// wake the claim loop. Nothing when it is archived or a runner holds it; `true` when it
+    /// was queued.
+    pub async fn queue(&self, session_id: &str) -> StoreResult<bool> {
+        let state = &self.inner.state;
+        let now = now_ms();
+        let queued = state.store.queue_session(session_id, now).await?;
+        if !queued {
+            return Ok(false);
         }
-        self.spawn_task(&mut live, session, launch);
-        true
+        self.inner.kick.notify_one();
+        // More sessions wait (this one included) than this runner has free slots: say so.
+        let waiting = state.store.sessions_waiting(now).await?;
+        let free = i64::try_from(self.inner.slots.available_permits()).unwrap_or(i64::MAX);
+        if waiting > free
+            && let Some(row) = state.store.session(session_id).await?
+        {
+            let running = self.inner.settings.max_running;
+            let note = EventBody::System(SystemEvent {
+                subtype: "queued".to_owned(),
+                message: Some(format!(
+                    "Waiting for a free sandbox: {running} sessions are running."
+                )),
+                data: serde_json::Value::Null,
+            });
+            state.append(&row, &[note]).await?;
+        }
+        Ok(true)
     }
 
-    fn spawn_task(&self, live: &mut HashMap<String, Live>, session: SessionRow, launch: Launch) {
+    /// A decision or message arrived for the session: queue it if it was parked.
+    pub async fn unpark(&self, session_id: &str) -> StoreResult<bool> {
+        let unparked = self
+            .inner
+            .state
+            .store
+            .unpark_session(session_id, now_ms())
+            .await?;
+        if unparked {
+            self.inner.kick.notify_one();
+        }
+        Ok(unparked)
+    }
+
+    fn spawn_task(&self, claim: Claim, launch: Launch, permit: OwnedSemaphorePermit) {
         let (commands, rx) = mpsc::unbounded_channel();
         let (finished_tx, finished) = watch::channel(false);
         let last_seen_ms = Arc::new(AtomicI64::new(now_ms()));
         let entry = Live {
-            commands,
+            commands: commands.clone(),
             last_seen_ms: last_seen_ms.clone(),
             finished,
+            lease: claim.lease.clone(),
+            renewed_ms: Arc::new(AtomicI64::new(now_ms())),
         };
-        live.insert(session.id.clone(), entry);
+        let id = claim.lease.session_id.clone();
+        self.live().insert(id.clone(), entry);
         let me = self.clone();
         tokio::spawn(async move {
-            let follow_up = Launch {
-                resumed: false,
-                ..launch.clone()
+            let task = task::Task {
+                claim,
+                launch,
+                commands: rx,
+                to_self: commands,
+                last_seen_ms,
             };
-            let row = session.clone();
-            let execute_next = task::run(me.inner.clone(), session, launch, rx, last_seen_ms).await;
-            me.live().remove(&row.id);
+            task::run(me.inner.clone(), task).await;
+            me.live().remove(&id);
+            drop(permit);
             let _ = finished_tx.send(true);
-            if execute_next {
-                me.execute_late_approval(row, follow_up).await;
-            }
+            me.inner.kick.notify_one();
         });
     }
 
-    /// A plan approved while its planning task was ending gets an executing task now.
-    async fn execute_late_approval(&self, row: SessionRow, launch: Launch) {
-        let fresh = self.inner.state.store.session(&row.id).await;
-        let Ok(Some(row)) = fresh else {
-            return;
-        };
-        if row.status == SessionStatus::Archived {
-            return;
-        }
-        tracing::info!(session_id = %row.id, "starting execution of a plan approved as its agent ended");
-        self.launch_if_idle(row, launch);
-    }
-
-    /// Hand an event that is already in the log to the session's agent, if one runs.
-    pub fn deliver(&self, session_id: &str, event: EventBody) {
-        if let Some(live) = self.live().get(session_id) {
-            let _ = live.commands.send(Command::Deliver(Box::new(event)));
-        }
-    }
-
-    /// Stop the session's agent and wait until it is gone. `false` if none was running.
+    /// Stop the session's agent here and wait until it is gone. `false` if none was running
+    /// here (a runner elsewhere sees the archive in the log).
     pub async fn stop(&self, session_id: &str) -> bool {
         let Some(live) = self.live().get(session_id).cloned() else {
             return false;
@@ -192,57 +230,53 @@ impl Orchestrator {
         silent_ms > limit
     }
 
-    /// Whether an agent task exists for the session.
+    /// Shut the runner down: claim nothing more, stop every agent and hand its session back
+    /// to the queue, so another runner resumes it at once instead of after its lease lapses.
+    /// How many were handed back.
+    pub async fn drain(&self) -> usize {
+        self.inner.draining.store(true, Ordering::SeqCst);
+        let live: Vec<Live> = self.live().values().cloned().collect();
+        let waits = live.into_iter().map(|live| async move {
+            let _ = live.commands.send(Command::HandBack);
+            let mut finished = live.finished;
+            let wait = finished.wait_for(|done| *done);
+            let _ = tokio::time::timeout(Duration::from_secs(10), wait).await;
+        });
+        let count = waits.len();
+        futures_util::future::join_all(waits).await;
+        tracing::info!(handed_back = count, runner = self.name(), "runner drained");
+        count
+    }
+
+    /// Whether an agent task runs here for the session.
     pub fn is_live(&self, session_id: &str) -> bool {
         self.live().contains_key(session_id)
     }
 
-    /// Sessions with an agent task right now.
+    /// Sessions with an agent task here right now.
     pub fn live_count(&self) -> usize {
         self.live().len()
     }
 
-    /// After a restart: start agents again for sessions that had one, from their event log;
-    /// finish executions no agent will take up again.
-    pub async fn recover(&self, timeout_for: impl Fn(&SessionRow) -> u64) -> StoreResult<usize> {
+    /// After a restart: sessions this runner's name held before (a previous process of it;
+    /// every lease when `every_lease`, for a database only this process uses) go back to the
+    /// queue at once instead of waiting for their leases to lapse; executions of sessions
+    /// archived meanwhile are finished with the work done. How many were requeued.
+    pub async fn start(&self, every_lease: bool) -> StoreResult<u64> {
         let state = &self.inner.state;
-        let rows = state.store.sessions_to_recover().await?;
-        let mut count = 0;
-        for row in rows {
-            if crate::execution::settle_finished(state, &row).await? {
-                state.store.set_status(&row.id, SessionStatus::Idle).await?;
-                state
-                    .store
-                    .set_agent_state(&row.id, AgentState::Finished)
-                    .await?;
-                continue;
-            }
-            let note = EventBody::System(SystemEvent {
-                subtype: "resumed".to_owned(),
-                message: Some(
-                    "The server restarted; the agent resumes from the event log.".to_owned(),
-                ),
-                data: serde_json::Value::Null,
-            });
-            state.append(&row, &[note]).await?;
-            tracing::info!(session_id = %row.id, "resuming session");
-            let timeout_seconds = timeout_for(&row);
-            self.launch(
-                row,
-                Launch {
-                    timeout_seconds,
-                    resumed: true,
-                },
-            );
-            count += 1;
-        }
+        let holder = (!every_lease).then(|| self.name().to_owned());
+        let requeued = state
+            .store
+            .release_leases_of(holder.as_deref(), now_ms())
+            .await?;
         crate::execution::finish_abandoned(
             state,
-            |id| self.is_live(id),
+            |row| row.status != SessionStatus::Archived || row.runner.is_some(),
             "the server restarted before the patch was made",
         )
         .await?;
-        Ok(count)
+        self.inner.kick.notify_one();
+        Ok(requeued)
     }
 }
 

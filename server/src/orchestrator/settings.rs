@@ -24,6 +24,14 @@ pub struct OrchestratorSettings {
     pub agent_log_filter: String,
     /// Approved plans are executed remotely (needs `git` for the patch).
     pub execute: bool,
+    /// The name this runner's leases carry: unique among the runners on one database.
+    pub runner_name: String,
+    /// How long a claim holds a session without a renewal.
+    pub lease: Duration,
+    /// How often the runner looks for waiting sessions when nothing wakes it.
+    pub claim_poll: Duration,
+    /// How long an agent waiting on a person keeps its sandbox before it is parked.
+    pub park_after: Duration,
 }
 
 impl OrchestratorSettings {
@@ -40,6 +48,10 @@ impl OrchestratorSettings {
             stop_grace: Duration::from_millis(500),
             agent_log_filter: "info".to_owned(),
             execute: true,
+            runner_name: "local".to_owned(),
+            lease: Duration::from_secs(30),
+            claim_poll: Duration::from_secs(1),
+            park_after: Duration::from_secs(60),
         }
     }
 }

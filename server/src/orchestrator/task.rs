@@ -2,13 +2,14 @@
 
 mod agent_loop;
 mod calls;
+mod claim;
 mod execution;
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Semaphore, mpsc};
 use ultraplan_protocol::events::{EventBody, SystemEvent};
 use ultraplan_protocol::frames::{AgentMode, ServerFrame, StartSettings};
 use ultraplan_protocol::model::Usage;
@@ -17,14 +18,34 @@ use ultraplan_protocol::session::PromptVariant;
 use super::{Command, Inner, Launch};
 use crate::orchestrator::lifecycle::{Effect, Input, Lifecycle, unanswered_tool};
 use crate::runner::{AgentControl, AgentExit, AgentProcess, SandboxRequest};
-use crate::store::{AgentState, SessionRow, StoreResult, now_ms};
+use crate::store::{AgentState, SessionRow, StoreError, StoreResult, now_ms};
+use crate::store::{Claim, Lease};
 
 /// A model answer on its way back to the agent, with the session's new usage total.
 type ModelReply = (ServerFrame, Option<Usage>);
 
+/// A claimed session, handed to its task.
+pub struct Task {
+    pub claim: Claim,
+    pub launch: Launch,
+    pub commands: mpsc::UnboundedReceiver<Command>,
+    /// The task's own command channel, for its inbox.
+    pub to_self: mpsc::UnboundedSender<Command>,
+    pub last_seen_ms: Arc<AtomicI64>,
+}
+
 struct SessionTask {
     inner: Arc<Inner>,
     session: SessionRow,
+    /// The claim every write carries.
+    lease: Lease,
+    /// The lease was lost: another runner may hold the session now, so nothing more is written.
+    lost: bool,
+    /// The session was parked: its claim is released and nothing more is written.
+    parked: bool,
+    /// The runner is shutting down: the session goes back to the queue as it is.
+    handed_back: bool,
+    to_self: mpsc::UnboundedSender<Command>,
     lifecycle: Lifecycle,
     to_agent: Option<mpsc::UnboundedSender<ServerFrame>>,
     process: Option<AgentControl>,
@@ -50,21 +71,27 @@ enum RunEnd {
     Over,
 }
 
-/// Run a session to the end of its agent. `true` when its plan was approved while this
-/// (planning) task was ending, so an executing task must follow.
-pub async fn run(
-    inner: Arc<Inner>,
-    session: SessionRow,
-    launch: Launch,
-    mut commands: mpsc::UnboundedReceiver<Command>,
-    last_seen_ms: Arc<AtomicI64>,
-) -> bool {
+/// Run a claimed session until no agent is left to run for it, then give the claim up (back
+/// to the queue when a plan was approved as its planning agent ended).
+pub async fn run(inner: Arc<Inner>, task: Task) {
+    let Task {
+        claim,
+        launch,
+        mut commands,
+        to_self,
+        last_seen_ms,
+    } = task;
     let calls = Arc::new(Semaphore::new(inner.settings.max_model_calls.max(1)));
     let executes = inner.settings.execute;
     let mut task = SessionTask {
-        usage: session.usage,
+        usage: claim.session.usage,
         inner,
-        session,
+        session: claim.session,
+        lease: claim.lease,
+        lost: false,
+        parked: false,
+        handed_back: false,
+        to_self,
         lifecycle: Lifecycle::new(executes),
         to_agent: None,
         process: None,
@@ -76,8 +103,12 @@ pub async fn run(
         cut_short: None,
         patched: false,
     };
+    if launch.resumed && !task.resume(claim.took_over).await {
+        task.release(false).await;
+        return;
+    }
     let failed = task.run(launch, &mut commands).await.err();
-    if let Some(error) = &failed {
+    if let Some(error) = failed.as_ref().filter(|_| !task.let_go()) {
         tracing::error!(session_id = %task.session.id, %error, "session task failed");
         let result = EventBody::error_result(
             "error_during_execution",
@@ -90,8 +121,20 @@ pub async fn run(
         }
     }
     task.kill();
+    if task.handed_back && !task.lost {
+        // Still marked running, so the next claim resumes it from the log.
+        task.release(false).await;
+        return;
+    }
+    if task.let_go() {
+        return;
+    }
     task.set_agent_state(AgentState::Finished).await;
-    failed.is_none() && task.left_an_approval().await
+    let execute_next = failed.is_none() && task.left_an_approval().await;
+    if execute_next {
+        tracing::info!(session_id = %task.session.id, "a plan was approved as its agent ended: queueing its execution");
+    }
+    task.release(execute_next).await;
 }
 
 impl SessionTask {
@@ -100,12 +143,9 @@ impl SessionTask {
         launch: Launch,
         commands: &mut mpsc::UnboundedReceiver<Command>,
     ) -> Result<(), String> {
-        let Some(_permit) = self.wait_for_slot(commands).await else {
-            return Ok(());
-        };
         self.set_agent_state(AgentState::Running).await;
         loop {
-            let transcript = self.transcript().await.map_err(|e| e.to_string())?;
+            let (transcript, last_id) = self.transcript().await.map_err(|e| e.to_string())?;
             let execution = self.execution().await.map_err(|e| e.to_string())?;
             self.mode = crate::execution::mode_for(
                 &transcript,
@@ -121,14 +161,14 @@ impl SessionTask {
                 }
             };
             match self
-                .run_agent(transcript, deadline, timeout_seconds, commands)
+                .run_agent((transcript, last_id), deadline, timeout_seconds, commands)
                 .await?
             {
                 RunEnd::Execute => self.reset_for_next_agent(),
                 RunEnd::Over => break,
             }
         }
-        if self.mode == AgentMode::Execute {
+        if self.mode == AgentMode::Execute && !self.let_go() {
             self.finish_execution().await;
         }
         Ok(())
@@ -137,15 +177,33 @@ impl SessionTask {
     /// One agent from start to exit.
     async fn run_agent(
         &mut self,
-        transcript: Vec<EventBody>,
+        (transcript, last_id): (Vec<EventBody>, i64),
         deadline: tokio::time::Instant,
         timeout_seconds: u64,
         commands: &mut mpsc::UnboundedReceiver<Command>,
     ) -> Result<RunEnd, String> {
         let waiting_on = unanswered_tool(&transcript);
-        let (mut frames, stderr_tail) = self.connect(transcript).await?;
-        let limits = (deadline, timeout_seconds);
-        let exit_reason = self.pump(&mut frames, waiting_on, limits, commands).await;
+        let inbox = super::inbox::follow(
+            self.inner.state.clone(),
+            self.session.id.clone(),
+            last_id,
+            self.to_self.clone(),
+        );
+        let connected = self.connect(transcript).await;
+        let ran = match connected {
+            Ok((mut frames, stderr_tail)) => {
+                let limits = (deadline, timeout_seconds);
+                let exit_reason = self.pump(&mut frames, waiting_on, limits, commands).await;
+                Ok((exit_reason, stderr_tail))
+            }
+            Err(error) => Err(error),
+        };
+        inbox.abort();
+        let (exit_reason, stderr_tail) = ran?;
+        if self.let_go() {
+            self.wait_for_exit().await;
+            return Ok(RunEnd::Over);
+        }
         if self.handoff {
             self.hand_over().await;
             return Ok(RunEnd::Execute);
@@ -166,41 +224,16 @@ impl SessionTask {
         self.apply(Input::TimedOut { timeout_seconds }).await;
     }
 
+    /// The session is no longer this task's to write: its lease was lost, or it was parked.
+    fn let_go(&self) -> bool {
+        self.lost || self.parked || self.handed_back
+    }
+
     fn reset_for_next_agent(&mut self) {
         self.handoff = false;
         self.saw_done = false;
         self.process = None;
         self.to_agent = None;
-    }
-
-    async fn wait_for_slot(
-        &mut self,
-        commands: &mut mpsc::UnboundedReceiver<Command>,
-    ) -> Option<OwnedSemaphorePermit> {
-        let slots = self.inner.slots.clone();
-        if let Ok(permit) = slots.clone().try_acquire_owned() {
-            return Some(permit);
-        }
-        self.set_agent_state(AgentState::Queued).await;
-        self.apply(Input::Queued).await;
-        let running = self.inner.settings.max_running;
-        self.append_note(
-            "queued",
-            format!("Waiting for a free sandbox: {running} sessions are running."),
-        )
-        .await;
-        loop {
-            tokio::select! {
-                permit = slots.clone().acquire_owned() => return permit.ok(),
-                command = commands.recv() => match command {
-                    Some(Command::Stop) | None => {
-                        self.apply(Input::Archived).await;
-                        return None;
-                    }
-                    Some(Command::Deliver(_)) => {}
-                },
-            }
-        }
     }
 
     async fn start_agent(&mut self) -> Result<AgentProcess, String> {
@@ -267,9 +300,11 @@ impl SessionTask {
         tokio::time::Instant::now() + left
     }
 
-    async fn transcript(&self) -> StoreResult<Vec<EventBody>> {
+    /// The whole log, and its last event's id.
+    async fn transcript(&self) -> StoreResult<(Vec<EventBody>, i64)> {
         let events = self.inner.state.events_after(&self.session.id, 0).await?;
-        Ok(events.into_iter().map(|e| e.body).collect())
+        let last_id = events.last().map_or(0, |e| e.id);
+        Ok((events.into_iter().map(|e| e.body).collect(), last_id))
     }
 
     async fn finish(&mut self, failure: Option<String>, stderr_tail: &Arc<Mutex<String>>) {
@@ -328,14 +363,15 @@ impl SessionTask {
             data: serde_json::Value::Null,
         });
         let state = &self.inner.state;
-        if let Err(error) = super::durable::append(state, &self.session, &[note]).await {
+        if let Err(error) = super::durable::append(state, &self.session, &[note], &self.lease).await
+        {
             tracing::error!(session_id = %self.session.id, %error, "cannot append a note");
         }
     }
 
     async fn set_agent_state(&self, state: AgentState) {
         let store = &self.inner.state.store;
-        let set = || store.set_agent_state(&self.session.id, state);
+        let set = || store.set_agent_state_as(&self.lease, state);
         if let Err(error) = super::durable::write(&self.session.id, "agent state", set).await {
             tracing::error!(session_id = %self.session.id, %error, "cannot record the agent state");
         }
@@ -344,8 +380,19 @@ impl SessionTask {
     /// Feed the lifecycle and carry out its effects.
     async fn apply(&mut self, input: Input) {
         for effect in self.lifecycle.on(input) {
-            if let Err(error) = self.carry_out(effect).await {
-                tracing::error!(session_id = %self.session.id, %error, "session effect failed");
+            if self.lost {
+                return;
+            }
+            match self.carry_out(effect).await {
+                Ok(()) => {}
+                Err(StoreError::Fenced { epoch, .. }) => {
+                    tracing::warn!(session_id = %self.session.id, epoch, "the lease was lost (a write was refused); stopping the agent");
+                    self.lost = true;
+                    self.kill();
+                }
+                Err(error) => {
+                    tracing::error!(session_id = %self.session.id, %error, "session effect failed");
+                }
             }
         }
     }
@@ -355,11 +402,11 @@ impl SessionTask {
         let id = &self.session.id;
         match effect {
             Effect::SetStatus(status) => {
-                let set = || state.store.set_status(id, status);
+                let set = || state.store.set_status_as(&self.lease, status);
                 super::durable::write(id, "status", set).await?;
             }
             Effect::Append(event) | Effect::Record(event) => {
-                super::durable::append(state, &self.session, &[event]).await?;
+                super::durable::append(state, &self.session, &[event], &self.lease).await?;
             }
             Effect::Forward(event) => self.send(ServerFrame::UserEvent { event }),
             Effect::Kill => self.kill(),

@@ -7,7 +7,7 @@ use ultraplan_protocol::session::{SessionResource, SessionStatus};
 use super::{SessionError, SessionResult, resource, validate_create};
 use crate::auth::AuthUser;
 use crate::core::Core;
-use crate::orchestrator::{Agents, Launch};
+use crate::orchestrator::Agents;
 use crate::store::NewSession;
 use crate::telemetry::names;
 
@@ -78,11 +78,7 @@ async fn create_inner(
     };
     let (row, events) = core.store.create_session(&new, &req.events).await?;
     core.after_append(&row, &events).await;
-    let launch = Launch {
-        timeout_seconds: flags.timeout_seconds,
-        resumed: false,
-    };
-    agents.launch(row.clone(), launch);
+    agents.queue(&row.id).await?;
     core.telemetry(names::LAUNCHED, &[], Some(&user.id), Some(&row.id))
         .await;
     tracing::info!(session_id = %row.id, user = %user.name, "session created");

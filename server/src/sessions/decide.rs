@@ -6,7 +6,7 @@ use ultraplan_protocol::session::SessionStatus;
 
 use super::{SessionError, SessionResult};
 use crate::core::Core;
-use crate::orchestrator::{Agents, Launch};
+use crate::orchestrator::Agents;
 use crate::store::{DecideOutcome, SessionRow};
 use crate::telemetry::names;
 
@@ -67,9 +67,9 @@ pub async fn decide(
             state
                 .after_append(session, std::slice::from_ref(&event))
                 .await;
-            agents.deliver(&session.id, std::slice::from_ref(&event));
+            agents.unpark(&session.id).await?;
             if executes {
-                start_if_idle(state, agents, session).await?;
+                start_if_idle(agents, session).await?;
             }
             let target = match decision {
                 Decision::Approve { .. } => Some("remote"),
@@ -110,24 +110,10 @@ async fn mark_executing(state: &Core, session: &SessionRow) -> SessionResult<()>
     Ok(())
 }
 
-/// With no agent alive (it crashed while its plan waited), the approval starts one: the log
-/// says the plan is approved, so it executes.
-async fn start_if_idle(state: &Core, agents: &Agents, session: &SessionRow) -> SessionResult<()> {
-    if agents.orchestrator().is_none() || agents.is_live(&session.id) {
-        // No agents here; or a live task either hands over, or (ending) starts execution as
-        // it goes.
-        return Ok(());
-    }
-    let flags = crate::flags::for_user(state, &session.user_id).await?;
-    let Some(row) = state.store.session(&session.id).await? else {
-        return Ok(());
-    };
-    let launch = Launch {
-        timeout_seconds: flags.timeout_seconds,
-        resumed: false,
-    };
-    if agents.launch_if_idle(row, launch) {
-        tracing::info!(session_id = %session.id, "no agent was running: one starts to execute the approved plan");
-    }
+/// With no agent alive (it crashed while its plan waited, or it was ending), the approval
+/// queues the session: the log says the plan is approved, so the next agent executes it. A
+/// session a runner holds is left alone: that runner's agent takes the decision.
+async fn start_if_idle(agents: &Agents, session: &SessionRow) -> SessionResult<()> {
+    agents.queue(&session.id).await?;
     Ok(())
 }

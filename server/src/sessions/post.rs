@@ -6,9 +6,9 @@ use ultraplan_protocol::session::SessionStatus;
 use super::{SessionError, SessionResult, validate_client_events};
 use crate::core::Core;
 use crate::orchestrator::Agents;
-use crate::store::SessionRow;
+use crate::store::{Author, SessionRow};
 
-/// Validate client events, append them and hand them to the session's agent. A plan's
+/// Validate client events and append them for the session's agent. A plan's
 /// tool_result cannot be posted: plans are decided through their decision.
 pub async fn post_events(
     core: &Core,
@@ -33,7 +33,11 @@ pub async fn post_events(
             }
         }
     }
-    let stored = core.append(session, events).await?;
-    agents.deliver(&session.id, &stored);
+    // The runner holding the session follows what users write and hands it to its agent; a
+    // parked session is queued for one.
+    let stored = core
+        .append_with(session, events, Author::User, None)
+        .await?;
+    agents.unpark(&session.id).await?;
     Ok(stored)
 }

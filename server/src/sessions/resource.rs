@@ -5,12 +5,12 @@ use ultraplan_protocol::session::{SessionKind, SessionResource};
 
 use crate::core::Core;
 use crate::orchestrator::Agents;
-use crate::store::{SessionRow, format_ms};
+use crate::store::{AgentState, SessionRow, format_ms};
 
 /// The API resource of a stored session, with what the live agent adds (stalled, activity).
 pub fn resource(core: &Core, agents: &Agents, row: &SessionRow) -> SessionResource {
     let mut activity = row.activity.clone();
-    if !agents.is_live(&row.id) {
+    if row.runner.is_none() {
         activity.stop_unfinished();
     }
     SessionResource {
@@ -35,5 +35,8 @@ pub fn resource(core: &Core, agents: &Agents, row: &SessionRow) -> SessionResour
         agents: activity.counts(),
         tool_calls: activity.tool_calls,
         execution: row.execution.clone(),
+        runner: row.runner.clone(),
+        requeued_at: row.requeued_at.map(format_ms),
+        parked: row.agent_state == AgentState::Parked,
     }
 }

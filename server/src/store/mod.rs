@@ -231,8 +231,9 @@ pub trait Store: Send + Sync + 'static {
     async fn record_model_call(&self, call: &ModelCall) -> StoreResult<Usage>;
 
     // --- leases (docs/ARCHITECTURE.md §5.4) ---
-    /// Put the session in the queue for a runner (unless it is archived), releasing any lease.
-    async fn queue_session(&self, session_id: &str, now: i64) -> StoreResult<()>;
+    /// Put the session in the queue for a runner, unless it is archived or a runner holds it;
+    /// `true` when it was queued.
+    async fn queue_session(&self, session_id: &str, now: i64) -> StoreResult<bool>;
     /// Claim the session that has waited longest for a runner (queued, or running under a
     /// lease that lapsed before `now`) for `runner` until `now + lease_ms`, with a new epoch.
     /// Concurrent claimers never get the same session (`FOR UPDATE SKIP LOCKED` on
@@ -251,6 +252,18 @@ pub trait Store: Send + Sync + 'static {
     /// Requeue every session `runner` holds (all sessions when `None`): a runner starting
     /// under a name knows its previous incarnation is gone. The number released.
     async fn release_leases_of(&self, runner: Option<&str>, now: i64) -> StoreResult<u64>;
+    /// [`Store::set_status`] by a lease holder: `false` (nothing written) once it lost the
+    /// session.
+    async fn set_status_as(&self, lease: &Lease, status: SessionStatus) -> StoreResult<bool>;
+    /// [`Store::set_agent_state`] by a lease holder: `false` (nothing written) once it lost
+    /// the session.
+    async fn set_agent_state_as(&self, lease: &Lease, state: AgentState) -> StoreResult<bool>;
+    /// Park the session `lease` holds: release it with its agent state `parked`, only while
+    /// its log still ends at `last_event_id` (nothing arrived that the agent has not seen).
+    /// `false` when it did not.
+    async fn park_session(&self, lease: &Lease, last_event_id: i64) -> StoreResult<bool>;
+    /// Queue a parked session (a decision or message arrived); `true` when it was parked.
+    async fn unpark_session(&self, session_id: &str, now: i64) -> StoreResult<bool>;
     /// How many sessions wait for a runner at `now`.
     async fn sessions_waiting(&self, now: i64) -> StoreResult<i64>;
     /// Events users wrote (messages, decisions) with `id > after_id`, oldest first.

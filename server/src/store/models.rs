@@ -147,6 +147,9 @@ pub enum AgentState {
     Running,
     /// The agent finished, failed or was stopped.
     Finished,
+    /// The agent was stopped while it waited on a person; a decision or message queues the
+    /// session again and it resumes from its log.
+    Parked,
 }
 
 impl AgentState {
@@ -157,6 +160,7 @@ impl AgentState {
             AgentState::Queued => "queued",
             AgentState::Running => "running",
             AgentState::Finished => "finished",
+            AgentState::Parked => "parked",
         }
     }
 
@@ -167,6 +171,7 @@ impl AgentState {
             "queued" => AgentState::Queued,
             "running" => AgentState::Running,
             "finished" => AgentState::Finished,
+            "parked" => AgentState::Parked,
             _ => return None,
         })
     }

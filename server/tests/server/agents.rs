@@ -75,7 +75,7 @@ fn last_result(request: &ModelRequest) -> Option<(String, bool)> {
 
 /// Explore, plan, and revise on rejection; keeps trying to work after a teleport (which the
 /// harness must not allow).
-fn planner() -> ScriptedModels {
+pub(crate) fn planner() -> ScriptedModels {
     ScriptedModels {
         script: Box::new(|request, n| {
             let revision = request
@@ -197,7 +197,7 @@ pub async fn wait_for(
     all
 }
 
-fn is_plan(id: &str) -> impl Fn(&Event) -> bool + '_ {
+pub(crate) fn is_plan(id: &str) -> impl Fn(&Event) -> bool + '_ {
     move |e| {
         e.body
             .exit_plan_mode_calls()
@@ -206,11 +206,11 @@ fn is_plan(id: &str) -> impl Fn(&Event) -> bool + '_ {
     }
 }
 
-async fn status(server: &TestServer, token: &str, id: &str) -> Value {
+pub(crate) async fn status(server: &TestServer, token: &str, id: &str) -> Value {
     server.get(&format!("/v1/sessions/{id}"), token).await.1
 }
 
-async fn wait_gone(orchestrator: &Orchestrator, id: &str) {
+pub(crate) async fn wait_gone(orchestrator: &Orchestrator, id: &str) {
     let gone = tokio::time::timeout(Duration::from_secs(30), async {
         while orchestrator.is_live(id) {
             tokio::time::sleep(Duration::from_millis(20)).await;

@@ -39,7 +39,7 @@ async fn queued(store: &Arc<dyn Store>, user_id: &str, at: i64) -> SessionRow {
         .create_session(&new, &[EventBody::user_text("fix auth")])
         .await
         .expect("create");
-    store.queue_session(&row.id, at).await.expect("queue");
+    assert!(store.queue_session(&row.id, at).await.expect("queue"));
     row
 }
 
@@ -220,7 +220,7 @@ async fn released_sessions_wait_again_only_when_requeued(store: Arc<dyn Store>) 
     assert_eq!(row.runner, None);
 
     // A decision on the finished session queues it again; the next claim is a new epoch.
-    store.queue_session(&s.id, now + 5).await.expect("queue");
+    assert!(store.queue_session(&s.id, now + 5).await.expect("queue"));
     let again = store
         .claim_session("b", now + 10, LEASE_MS)
         .await
@@ -337,7 +337,7 @@ async fn archived_and_finished_sessions_are_never_claimed(store: Arc<dyn Store>)
         .await
         .expect("claim")
         .expect("held");
-    store.queue_session(&held.id, now + 1).await.expect("queue");
+    assert!(!store.queue_session(&held.id, now + 1).await.expect("queue"));
     assert!(
         store
             .claim_session("b", now + 1, LEASE_MS)

@@ -10,6 +10,7 @@ mod decisions;
 mod events;
 mod execution;
 mod lease_suite;
+mod parking;
 mod quota;
 mod ratelimits;
 mod replicas;

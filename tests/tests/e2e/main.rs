@@ -6,6 +6,7 @@ mod cli_script;
 mod common;
 mod execution;
 mod execution_limits;
+mod failover;
 mod faults;
 mod flows;
 mod gateway_anthropic;

@@ -9,6 +9,7 @@ use ultraplan_protocol::api::{Eligibility, Health, Reason, ReasonCode};
 use crate::http::auth::MaybeUser;
 use crate::http::error::ApiResult;
 use crate::http::state::AppState;
+use crate::store::now_ms;
 
 /// `/healthz`: liveness, plus the sandbox limits in force once a runner is chosen.
 #[derive(Debug, serde::Serialize)]
@@ -40,11 +41,34 @@ pub async fn healthz() -> Json<HealthReport> {
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     #[allow(clippy::cast_precision_loss)]
     let waiting = state.core.hub.len() as f64;
-    let body = state.core.counters.render(&[(
-        "event_waiters",
-        "Sessions with a long-poll waiter or a recent append.",
-        waiting,
-    )]);
+    // A failed count is left out rather than reported as an empty queue.
+    let queued = state.core.store.sessions_waiting(now_ms()).await.ok();
+    #[allow(clippy::cast_precision_loss)]
+    let running = state
+        .agents
+        .orchestrator()
+        .map_or(0, crate::orchestrator::Orchestrator::live_count) as f64;
+    let mut gauges = vec![
+        (
+            "event_waiters",
+            "Sessions with a long-poll waiter or a recent append.",
+            waiting,
+        ),
+        (
+            "agents_running",
+            "Sessions whose agent this process's runner runs.",
+            running,
+        ),
+    ];
+    #[allow(clippy::cast_precision_loss)]
+    if let Some(queued) = queued {
+        gauges.push((
+            "sessions_queued",
+            "Sessions waiting for a runner (queued, or under a lapsed lease).",
+            queued as f64,
+        ));
+    }
+    let body = state.core.counters.render(&gauges);
     (
         [(
             header::CONTENT_TYPE,

@@ -12,7 +12,7 @@ use super::digest::{Digest, Question, Todo};
 use super::format::{Pill, duration, pill, short, thousands};
 use super::markdown::{Heading, render_plan};
 use super::notice::Notice;
-use crate::store::{PlanRow, SessionRow, format_ms};
+use crate::store::{AgentState, PlanRow, SessionRow, format_ms};
 
 /// Everything the page is built from.
 pub struct SessionInput<'a> {
@@ -41,6 +41,8 @@ pub struct SessionView {
     pub commit: Option<String>,
     pub pill: Pill,
     pub stalled: bool,
+    /// Where the agent runs, or why none does (see [`placement`]).
+    pub placement: Option<Placement>,
     pub archived: bool,
     pub created_iso: String,
     /// `2026-01-01 12:00 UTC` (the browser shows it in local time).
@@ -279,6 +281,7 @@ pub fn session_view(input: &SessionInput<'_>) -> SessionView {
             row.execution.as_ref().map(|e| e.state),
         ),
         stalled: input.stalled && !archived,
+        placement: placement(row).filter(|_| !archived),
         archived,
         created_iso: format_ms(row.created_at),
         created_label: time_label(&format_ms(row.created_at)),
@@ -294,6 +297,53 @@ pub fn session_view(input: &SessionInput<'_>) -> SessionView {
         last_event_id: row.last_event_id.max(input.digest.last_event_id),
         changes: input.changes.clone(),
         executed: executed(row),
+    }
+}
+
+/// Where a session's agent runs, said honestly (docs/ARCHITECTURE.md §5.4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// CSS class: `runner`, `parked` or `waiting`.
+    pub class: &'static str,
+    pub label: String,
+    pub title: String,
+}
+
+/// The runner holding the session; "parked" while its agent gave its sandbox up to wait for
+/// a person; "waiting for a runner" while queued. Nothing for sessions no agent is meant for.
+pub fn placement(row: &SessionRow) -> Option<Placement> {
+    let requeued = row
+        .requeued_at
+        .map(|at| {
+            format!(
+                " It went back to the queue at {} when its runner stopped answering.",
+                format_ms(at)
+            )
+        })
+        .unwrap_or_default();
+    if let Some(runner) = &row.runner {
+        return Some(Placement {
+            class: "runner",
+            label: format!("on {runner}"),
+            title: format!("The agent runs on runner {runner}.{requeued}"),
+        });
+    }
+    match row.agent_state {
+        AgentState::Parked => Some(Placement {
+            class: "parked",
+            label: "parked".to_owned(),
+            title: "The agent gave its sandbox up while it waits for you; it resumes from the \
+                    session's log as soon as you answer."
+                .to_owned(),
+        }),
+        AgentState::Queued | AgentState::Running => Some(Placement {
+            class: "waiting",
+            label: "waiting for a runner".to_owned(),
+            title: format!(
+                "Every runner is busy; the session starts on the next free one.{requeued}"
+            ),
+        }),
+        AgentState::None | AgentState::Finished => None,
     }
 }
 

@@ -247,3 +247,51 @@ fn a_plan_that_timed_out_unreviewed_stays_readable() {
     assert!(html.contains("ultraplan pull 0b7c2f1e-session"), "{html}");
     assert!(!html.contains("id=\"approve\""), "{html}");
 }
+
+#[test]
+fn placement_says_where_the_agent_runs_or_why_none_does() {
+    let cases = [
+        (
+            AgentState::Running,
+            Some("runner-a"),
+            None,
+            Some(("runner", "on runner-a")),
+        ),
+        (AgentState::Parked, None, None, Some(("parked", "parked"))),
+        (
+            AgentState::Queued,
+            None,
+            None,
+            Some(("waiting", "waiting for a runner")),
+        ),
+        (
+            AgentState::Running,
+            None,
+            Some(0),
+            Some(("waiting", "waiting for a runner")),
+        ),
+        (AgentState::Finished, None, None, None),
+        (AgentState::None, None, None, None),
+    ];
+    for (state, runner, requeued_at, want) in cases {
+        let mut r = row(SessionStatus::Running);
+        r.agent_state = state;
+        r.runner = runner.map(str::to_owned);
+        r.requeued_at = requeued_at;
+        let got = placement(&r);
+        assert_eq!(
+            got.as_ref().map(|p| (p.class, p.label.as_str())),
+            want,
+            "{state:?} {runner:?}"
+        );
+        if let (Some(p), Some(_)) = (&got, requeued_at) {
+            assert!(p.title.contains("1970-01-01T00:00:00Z"), "{}", p.title);
+        }
+    }
+    let mut archived = row(SessionStatus::Archived);
+    archived.agent_state = AgentState::Parked;
+    assert_eq!(
+        view(&archived, &[], &Digest::default(), false).placement,
+        None
+    );
+}

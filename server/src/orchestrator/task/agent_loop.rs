@@ -12,6 +12,14 @@ use super::{Command, ModelReply, SessionTask};
 use crate::orchestrator::lifecycle::{Input, Waiting};
 use crate::orchestrator::pump::{read_frames, tail_stderr, write_frames};
 
+/// Sleep until `at`; forever when there is none.
+async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// The agent's frames as they are read.
 type Frames = mpsc::Receiver<Result<AgentFrame, String>>;
 
@@ -58,7 +66,9 @@ impl SessionTask {
     ) -> Option<String> {
         let (model_tx, mut model_rx) = mpsc::unbounded_channel::<ModelReply>();
         let mut ready_with = Some(waiting_on);
+        let mut park_at = None;
         loop {
+            park_at = self.park_deadline(park_at);
             let step = tokio::select! {
                 frame = frames.recv() => self.on_frame_read(frame, &mut ready_with, &model_tx).await,
                 command = commands.recv() => self.on_command(command).await,
@@ -67,12 +77,32 @@ impl SessionTask {
                     self.on_timeout(timeout_seconds).await;
                     Step::End(None)
                 }
+                () = sleep_until_some(park_at) => {
+                    park_at = None;
+                    match self.park().await {
+                        true => Step::End(None),
+                        false => Step::Continue,
+                    }
+                }
             };
             match step {
                 Step::End(reason) => return reason,
+                Step::Continue if self.let_go() => return None,
                 Step::Continue if self.handoff => return None,
                 Step::Continue => {}
             }
+        }
+    }
+
+    /// When the agent is to be parked: `park_after` from when it began to wait on a person,
+    /// while it still does and no model call is in flight.
+    fn park_deadline(&self, current: Option<tokio::time::Instant>) -> Option<tokio::time::Instant> {
+        let idle = self.lifecycle.waits_on_person()
+            && self.calls.available_permits() == self.inner.settings.max_model_calls.max(1);
+        match (idle, current) {
+            (false, _) => None,
+            (true, Some(at)) => Some(at),
+            (true, None) => Some(tokio::time::Instant::now() + self.inner.settings.park_after),
         }
     }
 
@@ -108,6 +138,16 @@ impl SessionTask {
             Some(Command::Deliver(event)) => {
                 self.apply(Input::Deliver(*event)).await;
                 Step::Continue
+            }
+            Some(Command::Lost) => {
+                self.lost = true;
+                self.kill();
+                Step::End(None)
+            }
+            Some(Command::HandBack) => {
+                self.handed_back = true;
+                self.kill();
+                Step::End(None)
             }
             Some(Command::Stop) | None => {
                 self.cut_short = Some("the session was archived".to_owned());

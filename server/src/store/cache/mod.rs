@@ -225,7 +225,7 @@ impl Store for CachedStore {
     async fn sessions_to_recover(&self) -> StoreResult<Vec<SessionRow>> {
         self.inner.sessions_to_recover().await
     }
-    async fn queue_session(&self, session_id: &str, now: i64) -> StoreResult<()> {
+    async fn queue_session(&self, session_id: &str, now: i64) -> StoreResult<bool> {
         self.writing(session_id, self.inner.queue_session(session_id, now))
             .await
     }
@@ -254,6 +254,25 @@ impl Store for CachedStore {
         let released = self.inner.release_leases_of(runner, now).await;
         self.forget_all();
         released
+    }
+    async fn set_status_as(&self, lease: &Lease, status: SessionStatus) -> StoreResult<bool> {
+        let id = &lease.session_id;
+        self.writing(id, self.inner.set_status_as(lease, status))
+            .await
+    }
+    async fn set_agent_state_as(&self, lease: &Lease, state: AgentState) -> StoreResult<bool> {
+        let id = &lease.session_id;
+        self.writing(id, self.inner.set_agent_state_as(lease, state))
+            .await
+    }
+    async fn park_session(&self, lease: &Lease, last_event_id: i64) -> StoreResult<bool> {
+        let id = &lease.session_id;
+        self.writing(id, self.inner.park_session(lease, last_event_id))
+            .await
+    }
+    async fn unpark_session(&self, session_id: &str, now: i64) -> StoreResult<bool> {
+        self.writing(session_id, self.inner.unpark_session(session_id, now))
+            .await
     }
     async fn sessions_waiting(&self, now: i64) -> StoreResult<i64> {
         self.inner.sessions_waiting(now).await

@@ -5,7 +5,9 @@
 use ultraplan_protocol::events::Event;
 
 use super::super::backend::{Arg::Text, Conn, Dialect};
-use super::super::{Claim, Lease, StoreError, StoreResult};
+use ultraplan_protocol::session::SessionStatus;
+
+use super::super::{AgentState, Claim, Lease, StoreError, StoreResult, now_ms};
 use super::{rows, sessions};
 
 /// Which sessions wait for a runner at the time in parameter `$now`: queued, or running
@@ -121,15 +123,46 @@ pub async fn release(
     Ok(changed == 1)
 }
 
+/// Release a held session as parked, if its log has not moved past `last_event_id`.
+pub async fn park(c: &mut dyn Conn, lease: &Lease, last_event_id: i64) -> StoreResult<bool> {
+    let changed = c
+        .execute(
+            "UPDATE sessions SET agent_state = 'parked', lease_runner = NULL, \
+             lease_expires_at = NULL WHERE id = $1 AND lease_runner = $2 AND lease_epoch = $3 \
+             AND last_event_id = $4 AND status <> 'archived'",
+            &[
+                Text(&lease.session_id),
+                Text(&lease.runner),
+                lease.epoch.into(),
+                last_event_id.into(),
+            ],
+        )
+        .await?;
+    Ok(changed == 1)
+}
+
+/// Queue a parked session.
+pub async fn unpark(c: &mut dyn Conn, session_id: &str, now: i64) -> StoreResult<bool> {
+    let changed = c
+        .execute(
+            "UPDATE sessions SET agent_state = 'queued', queued_at = $2 \
+             WHERE id = $1 AND agent_state = 'parked' AND status <> 'archived'",
+            &[Text(session_id), now.into()],
+        )
+        .await?;
+    Ok(changed == 1)
+}
+
 /// Put a session in the queue unless it is archived or a runner holds it.
-pub async fn queue(c: &mut dyn Conn, session_id: &str, now: i64) -> StoreResult<()> {
-    c.execute(
-        "UPDATE sessions SET agent_state = 'queued', queued_at = $2 \
+pub async fn queue(c: &mut dyn Conn, session_id: &str, now: i64) -> StoreResult<bool> {
+    let changed = c
+        .execute(
+            "UPDATE sessions SET agent_state = 'queued', queued_at = $2 \
          WHERE id = $1 AND status <> 'archived' AND lease_runner IS NULL",
-        &[Text(session_id), now.into()],
-    )
-    .await?;
-    Ok(())
+            &[Text(session_id), now.into()],
+        )
+        .await?;
+    Ok(changed == 1)
 }
 
 /// Requeue what `runner` holds (everything held when `None`).
@@ -175,4 +208,47 @@ pub async fn user_events_after(
         )
         .await?;
     found.iter().map(|r| rows::event(session_id, r)).collect()
+}
+
+/// Set the status while `lease` holds the session (and it is not archived).
+pub async fn set_status_as(
+    c: &mut dyn Conn,
+    lease: &Lease,
+    status: SessionStatus,
+) -> StoreResult<bool> {
+    let changed = c
+        .execute(
+            "UPDATE sessions SET status = $4, updated_at = $5 WHERE id = $1 \
+             AND lease_runner = $2 AND lease_epoch = $3 AND status <> 'archived'",
+            &[
+                Text(&lease.session_id),
+                Text(&lease.runner),
+                lease.epoch.into(),
+                Text(status.as_str()),
+                now_ms().into(),
+            ],
+        )
+        .await?;
+    Ok(changed == 1)
+}
+
+/// Set the agent state while `lease` holds the session.
+pub async fn set_agent_state_as(
+    c: &mut dyn Conn,
+    lease: &Lease,
+    state: AgentState,
+) -> StoreResult<bool> {
+    let changed = c
+        .execute(
+            "UPDATE sessions SET agent_state = $4 \
+             WHERE id = $1 AND lease_runner = $2 AND lease_epoch = $3",
+            &[
+                Text(&lease.session_id),
+                Text(&lease.runner),
+                lease.epoch.into(),
+                Text(state.as_str()),
+            ],
+        )
+        .await?;
+    Ok(changed == 1)
 }

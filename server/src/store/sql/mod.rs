@@ -218,7 +218,7 @@ impl<B: Backend> Store for B {
         Ok(total)
     }
 
-    async fn queue_session(&self, session_id: &str, now: i64) -> StoreResult<()> {
+    async fn queue_session(&self, session_id: &str, now: i64) -> StoreResult<bool> {
         leases::queue(&mut *self.pool(), session_id, now).await
     }
 
@@ -245,6 +245,22 @@ impl<B: Backend> Store for B {
 
     async fn release_leases_of(&self, runner: Option<&str>, now: i64) -> StoreResult<u64> {
         leases::release_all(&mut *self.pool(), runner, now).await
+    }
+
+    async fn set_status_as(&self, lease: &Lease, status: SessionStatus) -> StoreResult<bool> {
+        leases::set_status_as(&mut *self.pool(), lease, status).await
+    }
+
+    async fn set_agent_state_as(&self, lease: &Lease, state: AgentState) -> StoreResult<bool> {
+        leases::set_agent_state_as(&mut *self.pool(), lease, state).await
+    }
+
+    async fn park_session(&self, lease: &Lease, last_event_id: i64) -> StoreResult<bool> {
+        leases::park(&mut *self.pool(), lease, last_event_id).await
+    }
+
+    async fn unpark_session(&self, session_id: &str, now: i64) -> StoreResult<bool> {
+        leases::unpark(&mut *self.pool(), session_id, now).await
     }
 
     async fn sessions_waiting(&self, now: i64) -> StoreResult<i64> {

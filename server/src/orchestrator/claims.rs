@@ -1,0 +1,124 @@
+//! The runner's two loops: claim waiting sessions while slots are free, and renew the leases
+//! of the sessions it runs (docs/ARCHITECTURE.md §5.4).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::{Command, Launch, Orchestrator};
+use crate::store::{Claim, now_ms};
+
+/// Claim whenever woken (a session queued, a slot freed) and at least every
+/// `claim_poll`, so sessions queued through other processes and lapsed leases are found.
+pub(super) async fn claim_loop(me: Orchestrator) {
+    loop {
+        me.claim_while_free().await;
+        let poll = me.inner.settings.claim_poll;
+        tokio::select! {
+            () = me.inner.kick.notified() => {}
+            () = tokio::time::sleep(poll) => {}
+        }
+    }
+}
+
+/// Renew every lease a third of the way through; give up a session whose lease is lost, or
+/// that could not be renewed for two thirds of the lease (the database is away): by then
+/// another runner may be about to take it, and its agent must be gone first.
+pub(super) async fn heartbeat_loop(me: Orchestrator) {
+    let lease = me.inner.settings.lease;
+    loop {
+        tokio::time::sleep(lease / 3).await;
+        me.renew_all(lease).await;
+    }
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+impl Orchestrator {
+    async fn claim_while_free(&self) {
+        let lease_ms = millis(self.inner.settings.lease);
+        loop {
+            if self.inner.draining.load(Ordering::SeqCst) {
+                return;
+            }
+            let Ok(permit) = self.inner.slots.clone().try_acquire_owned() else {
+                return;
+            };
+            let store = &self.inner.state.store;
+            let claim = match store.claim_session(self.name(), now_ms(), lease_ms).await {
+                Ok(Some(claim)) => claim,
+                Ok(None) => return,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot claim sessions");
+                    return;
+                }
+            };
+            self.count(&claim);
+            let launch = match self.launch_for(&claim).await {
+                Ok(launch) => launch,
+                Err(error) => {
+                    tracing::warn!(session_id = %claim.lease.session_id, %error, "cannot read the session's flags; handing it back");
+                    let _ = store.release_lease(&claim.lease, true).await;
+                    return;
+                }
+            };
+            self.spawn_task(claim, launch, permit);
+        }
+    }
+
+    async fn launch_for(&self, claim: &Claim) -> crate::store::StoreResult<Launch> {
+        let flags = crate::flags::for_user(&self.inner.state, &claim.session.user_id).await?;
+        Ok(Launch {
+            timeout_seconds: flags.timeout_seconds,
+            resumed: claim.resumed,
+        })
+    }
+
+    fn count(&self, claim: &Claim) {
+        let counters = &self.inner.state.counters;
+        counters.inc("claims", &[]);
+        let waited = u64::try_from(claim.waited_ms).unwrap_or(0);
+        counters.add("claim_wait_milliseconds", &[], waited);
+        if claim.took_over {
+            counters.inc("lease_expiries", &[]);
+        }
+        tracing::info!(
+            session_id = %claim.lease.session_id,
+            runner = self.name(),
+            epoch = claim.lease.epoch,
+            waited_ms = claim.waited_ms,
+            resumed = claim.resumed,
+            took_over = claim.took_over,
+            "claimed a session"
+        );
+    }
+
+    async fn renew_all(&self, lease: Duration) {
+        let held: Vec<_> = self.live().values().cloned().collect();
+        let store = &self.inner.state.store;
+        for live in held {
+            let now = now_ms();
+            let renewed = store.renew_lease(&live.lease, now + millis(lease)).await;
+            let session_id = &live.lease.session_id;
+            match renewed {
+                Ok(true) => live.renewed_ms.store(now, Ordering::Relaxed),
+                Ok(false) => {
+                    tracing::warn!(
+                        session_id,
+                        epoch = live.lease.epoch,
+                        "the lease was lost; stopping the agent"
+                    );
+                    let _ = live.commands.send(Command::Lost);
+                }
+                Err(error) => {
+                    let silent = now - live.renewed_ms.load(Ordering::Relaxed);
+                    if silent > millis(lease) * 2 / 3 {
+                        tracing::warn!(session_id, %error, "the lease could not be renewed in time; stopping the agent");
+                        let _ = live.commands.send(Command::Lost);
+                    }
+                }
+            }
+        }
+    }
+}
