@@ -219,3 +219,62 @@ async fn a_frozen_replica_past_its_lease_can_never_write_again() {
         .count();
     assert_eq!(resumed, 1);
 }
+
+#[tokio::test]
+async fn a_replica_shutting_down_hands_its_sessions_back_at_once() {
+    let pg = Postgres::launch().await.expect("throwaway postgres");
+    let blobs = tempfile::tempdir().expect("blob dir");
+    let blob_url = format!("file://{}", blobs.path().display());
+    // Leases far longer than the test: only a hand-back lets the other replica in.
+    let long = |name| {
+        let mut e = env(&pg.url, &blob_url, name);
+        e.retain(|(k, _)| *k != "ULTRAPLAN_LEASE_SECONDS");
+        e.push(("ULTRAPLAN_LEASE_SECONDS", "3600"));
+        e
+    };
+    let first = ServerProcess::start(&long("runner-a"))
+        .await
+        .expect("first");
+    let id = first
+        .demo_session("Fix the login bug")
+        .await
+        .expect("session");
+    let mut seen = Vec::new();
+    let plan = first
+        .wait_for(&id, &mut seen, |e| plan_call(e).is_some())
+        .await
+        .expect("a plan");
+    let (tool_use_id, _) = plan_call(&plan).expect("plan call");
+    let second = ServerProcess::start_replica(&long("runner-b"), &first.token)
+        .await
+        .expect("second");
+    signal(first.pid().expect("pid"), "TERM");
+    wait_runner(&second, &id, "runner-b").await;
+    let code = second
+        .decide(
+            &id,
+            &tool_use_id,
+            serde_json::json!({"decision": "reject", "feedback": "Smaller."}),
+        )
+        .await
+        .expect("decide");
+    assert_eq!(code, 200);
+    second
+        .wait_for(&id, &mut seen, |e| {
+            plan_call(e).is_some_and(|(call, _)| call != tool_use_id)
+        })
+        .await
+        .expect("revised on the other replica");
+    assert!(first.log().contains("runner drained"), "{}", first.log());
+    let note = seen
+        .iter()
+        .find_map(|e| match &e.body {
+            EventBody::System(s) if s.subtype == "resumed" => s.message.clone(),
+            _ => None,
+        })
+        .expect("a resumed note");
+    assert!(
+        note.contains("stopped") && note.contains("runner-b"),
+        "{note}"
+    );
+}
