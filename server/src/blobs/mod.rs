@@ -217,7 +217,11 @@ impl BlobStore {
     /// Download the blob into a new file at `dest` (written beside it, then renamed, so `dest`
     /// never holds part of a blob). Returns the bytes written.
     pub async fn get_to_file(&self, key: &str, dest: &Path) -> Result<u64, BlobError> {
-        let partial = dest.with_extension(format!("part-{}", std::process::id()));
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let unique = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut name = dest.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".part-{}-{unique}", std::process::id()));
+        let partial = dest.with_file_name(name);
         let local = |action, source| BlobError::Local {
             action,
             path: dest.display().to_string(),
