@@ -43,6 +43,10 @@ pub async fn start(
     let config = core.config.clone();
     runner::tmpfs::set_workspace_cap(config.workspace_max_bytes);
     let state = AppState::over(core.clone());
+    if !config.local_runner {
+        tracing::info!("no local runner: sessions wait for the runners of other processes");
+        return Ok(state.with_runners_elsewhere());
+    }
     match runner::select(config.runner, &config.agent_binary, &config.instance_id()).await {
         Ok(runner) => {
             let mut settings = orchestrator::OrchestratorSettings::new(config.agent_binary.clone());
@@ -54,15 +58,18 @@ pub async fn start(
             settings.park_after = std::time::Duration::from_secs(config.park_after_seconds);
             let orchestrator =
                 orchestrator::Orchestrator::new(core.clone(), runner, models, settings);
-            // SQLite belongs to this process alone: every claim on it was this process's.
-            let only_process = config.database_url.expose().starts_with("sqlite:");
-            let resumed = orchestrator.start(only_process).await?;
+            let resumed = orchestrator.start(only_process(&config)).await?;
             tracing::info!(
                 runner = orchestrator.runner_name(),
                 resumed,
                 "agents enabled"
             );
             Ok(state.with_orchestrator(orchestrator))
+        }
+        Err(error) if !only_process(&config) => {
+            // Other processes on the database may run agents: leave the sessions to them.
+            tracing::warn!(problem = %error, "no sandbox here: sessions wait for the runners of other processes");
+            Ok(state.with_runners_elsewhere())
         }
         Err(error) => {
             let problem = error.to_string();
@@ -71,6 +78,12 @@ pub async fn start(
             Ok(state.without_agents(problem))
         }
     }
+}
+
+/// A SQLite database belongs to this process alone: every claim on it was this process's, and
+/// no other process will run its sessions.
+pub fn only_process(config: &Config) -> bool {
+    config.database_url.expose().starts_with("sqlite:")
 }
 
 /// Whether approved plans can be executed: the patch needs git, and Bash must run in a real

@@ -92,6 +92,13 @@ struct ServeArgs {
     /// stops answering is resumed elsewhere this long after.
     #[arg(long, env = "ULTRAPLAN_LEASE_SECONDS", default_value_t = defaults::LEASE_SECONDS)]
     lease_seconds: u64,
+    /// Run no agents here: sessions wait for the runners of other server processes on the
+    /// same PostgreSQL database (also `ULTRAPLAN_LOCAL_RUNNER=off`).
+    #[arg(long)]
+    no_local_runner: bool,
+    /// `on` (default) or `off`: whether this process runs agents.
+    #[arg(long, env = "ULTRAPLAN_LOCAL_RUNNER", default_value = "on", value_parser = ["on", "off"])]
+    local_runner: String,
     /// Seconds an agent waiting on a decision, an answer or a message keeps its sandbox before
     /// it is parked (stopped; the answer resumes it from the log on any runner).
     #[arg(long, env = "ULTRAPLAN_PARK_AFTER_SECONDS", default_value_t = defaults::PARK_AFTER_SECONDS)]
@@ -247,6 +254,7 @@ fn apply_serve_args(config: &mut Config, args: ServeArgs) {
     config.max_running_sessions = args.max_running.max(1);
     config.runner_name = args.runner_name.filter(|n| !n.trim().is_empty());
     config.lease_seconds = args.lease_seconds.max(1);
+    config.local_runner = !args.no_local_runner && args.local_runner == "on";
     config.park_after_seconds = args.park_after_seconds;
     config.session_token_budget = args.session_token_budget;
     config.workspace_max_bytes = args.workspace_max_bytes;
@@ -372,6 +380,12 @@ async fn flags(config: &Config, command: FlagsCommand) -> anyhow::Result<()> {
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {
+    if !config.local_runner && ultraplan_server::only_process(&config) {
+        anyhow::bail!(
+            "--no-local-runner needs a PostgreSQL database shared with server processes that run \
+             agents: a SQLite database belongs to this process alone, so no agent would ever run"
+        );
+    }
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await
         .with_context(|| format!("binding {}", config.bind))?;

@@ -55,6 +55,8 @@ pub struct Config {
     pub runner_name: Option<String>,
     /// Seconds a claim lasts without a renewal.
     pub lease_seconds: u64,
+    /// This process runs agents; `false` leaves them to other processes on the database.
+    pub local_runner: bool,
     /// Seconds an agent waiting on a person keeps its sandbox before it is parked.
     pub park_after_seconds: u64,
     /// Tokens a session may spend before it is stopped.
@@ -94,6 +96,7 @@ impl Config {
             max_running_sessions: defaults::MAX_RUNNING,
             runner_name: None,
             lease_seconds: defaults::LEASE_SECONDS,
+            local_runner: true,
             park_after_seconds: defaults::PARK_AFTER_SECONDS,
             session_token_budget: defaults::SESSION_TOKEN_BUDGET,
             rate_limits: RateLimits::default(),

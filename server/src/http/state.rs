@@ -42,6 +42,12 @@ impl AppState {
         self
     }
 
+    /// The same state with agents run only by other processes on the same database.
+    pub fn with_runners_elsewhere(mut self) -> Self {
+        self.agents = Agents::Elsewhere(self.core.store.clone());
+        self
+    }
+
     /// The same state with agents unavailable for `reason`.
     pub fn without_agents(mut self, reason: impl Into<String>) -> Self {
         self.agents = Agents::unavailable(reason);

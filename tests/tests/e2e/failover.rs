@@ -278,3 +278,47 @@ async fn a_replica_shutting_down_hands_its_sessions_back_at_once() {
         "{note}"
     );
 }
+
+#[tokio::test]
+async fn replicas_without_a_runner_leave_sessions_to_those_with_one() {
+    let pg = Postgres::launch().await.expect("throwaway postgres");
+    let blobs = tempfile::tempdir().expect("blob dir");
+    let blob_url = format!("file://{}", blobs.path().display());
+    let mut front_env = env(&pg.url, &blob_url, "front");
+    front_env.push(("ULTRAPLAN_LOCAL_RUNNER", "off"));
+    let front = ServerProcess::start(&front_env).await.expect("front");
+    let (_, eligibility) = front.get("/v1/eligibility").await.expect("eligibility");
+    assert_eq!(eligibility["eligible"], true, "{eligibility}");
+    let worker = ServerProcess::start_replica(&env(&pg.url, &blob_url, "worker"), &front.token)
+        .await
+        .expect("worker");
+    let id = front
+        .demo_session("Fix the login bug")
+        .await
+        .expect("session");
+    let mut seen = Vec::new();
+    front
+        .wait_for(&id, &mut seen, |e| plan_call(e).is_some())
+        .await
+        .expect("the worker's agent plans a session created on the front");
+    let resource = front.session(&id).await.expect("resource");
+    assert_eq!(resource["runner"], "worker", "{resource}");
+    drop(worker);
+
+    // SQLite belongs to one process: a server with no runner of its own refuses to start.
+    let data = tempfile::tempdir().expect("data dir");
+    let out = std::process::Command::new(
+        ultraplan_tests::harness::workspace_bin("ultraplan-server").expect("server binary"),
+    )
+    .args(["serve", "--no-local-runner", "--bind", "127.0.0.1:0"])
+    .env("ULTRAPLAN_DATA_DIR", data.path())
+    .env_remove("DATABASE_URL")
+    .output()
+    .expect("run the server");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--no-local-runner needs a PostgreSQL"),
+        "{stderr}"
+    );
+}
