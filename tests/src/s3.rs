@@ -23,6 +23,7 @@ const SECRET_KEY: &str = "ultraplan-test-secret-key";
 pub struct S3Server {
     child: Child,
     dir: TempDir,
+    port: u16,
     /// `http://127.0.0.1:<port>`
     pub endpoint: String,
     pub bucket: String,
@@ -60,38 +61,48 @@ pub fn s3s_fs_bin() -> anyhow::Result<PathBuf> {
 impl S3Server {
     /// Start on a free port with one (empty) bucket.
     pub async fn launch(bucket: &str) -> anyhow::Result<Self> {
-        let bin = s3s_fs_bin()?;
         let dir = tempfile::tempdir()?;
         std::fs::create_dir_all(dir.path().join("data").join(bucket))?;
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let log = std::fs::File::create(dir.path().join("s3s-fs.log"))?;
-        let child = Command::new(&bin)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
-            .arg(dir.path().join("data"))
-            .env("RUST_LOG", "s3s=debug,s3s_fs=debug")
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(log.try_clone()?))
-            .stderr(Stdio::from(log))
-            .kill_on_drop(true)
-            .spawn()
-            .with_context(|| format!("starting {}", bin.display()))?;
-        let server = S3Server {
+        let child = spawn(dir.path(), port)?;
+        let mut server = S3Server {
             child,
             dir,
+            port,
             endpoint: format!("http://127.0.0.1:{port}"),
             bucket: bucket.to_owned(),
         };
+        server.wait_listening().await?;
+        Ok(server)
+    }
+
+    async fn wait_listening(&mut self) -> anyhow::Result<()> {
         for _ in 0..400 {
-            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            if tokio::net::TcpStream::connect(("127.0.0.1", self.port))
                 .await
                 .is_ok()
             {
-                return Ok(server);
+                return Ok(());
+            }
+            if !self.running() {
+                break;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
-        bail!("s3s-fs did not start listening; log:\n{}", server.log())
+        bail!("s3s-fs did not start listening; log:\n{}", self.log())
+    }
+
+    /// Kill the server, as an outage would; its data stays.
+    pub async fn stop(&mut self) -> anyhow::Result<()> {
+        self.child.start_kill()?;
+        self.child.wait().await?;
+        Ok(())
+    }
+
+    /// Start it again on the same port and data.
+    pub async fn restart(&mut self) -> anyhow::Result<()> {
+        self.child = spawn(self.dir.path(), self.port)?;
+        self.wait_listening().await
     }
 
     /// The environment a server needs to use `s3://<bucket>/<prefix>` here.
@@ -142,6 +153,26 @@ impl S3Server {
     pub fn running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
+}
+
+/// `s3s-fs` serving `<dir>/data` on the port, logging (appending) to `<dir>/s3s-fs.log`.
+fn spawn(dir: &Path, port: u16) -> anyhow::Result<Child> {
+    let bin = s3s_fs_bin()?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("s3s-fs.log"))?;
+    Command::new(&bin)
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+        .arg(dir.join("data"))
+        .env("RUST_LOG", "s3s=debug,s3s_fs=debug")
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(log.try_clone()?))
+        .stderr(Stdio::from(log))
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("starting {}", bin.display()))
 }
 
 /// Every file under `dir`, relative, sorted (for messages).

@@ -12,6 +12,7 @@
 mod error;
 mod location;
 mod materialise;
+mod s3;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -103,8 +104,7 @@ impl BlobStore {
                 (Arc::new(local), "")
             }
             BlobLocation::S3 { bucket, prefix } => {
-                let s3 = object_store::aws::AmazonS3Builder::from_env()
-                    .with_bucket_name(bucket)
+                let s3 = s3::builder(bucket)
                     .build()
                     .map_err(|e| failed(Box::new(e)))?;
                 (Arc::new(s3), prefix.as_str())

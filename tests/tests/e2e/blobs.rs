@@ -198,3 +198,42 @@ async fn a_bundle_changed_in_the_bucket_is_refused_when_unpacked() {
     );
     assert!(server.log().contains("damaged"), "{}", server.log());
 }
+
+#[tokio::test]
+async fn an_unreachable_bucket_gets_503_and_the_upload_works_once_it_is_back() {
+    let mut s3 = S3Server::launch("ultraplan-outage").await.expect("s3s-fs");
+    let s3_env = s3.server_env("p");
+    let server = ServerProcess::start(&env_of(&s3_env, &[]))
+        .await
+        .expect("server");
+    s3.stop().await.expect("stop s3s-fs");
+
+    let files = [("README.md", "# outage\n")];
+    let (bytes, sha) = tarball(&files).expect("tarball");
+    let put = reqwest::Client::new()
+        .put(format!("{}/v1/bundles/{sha}", server.base_url))
+        .bearer_auth(&server.token)
+        .header("content-type", "application/gzip")
+        .body(bytes.clone())
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(put.status().as_u16(), 503);
+    assert!(put.headers().contains_key("retry-after"));
+    let body: serde_json::Value = put.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "blob_store_unavailable", "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(!message.contains("127.0.0.1"), "no internals: {message}");
+    assert_eq!(head(&server, &sha).await, 503, "HEAD cannot tell either");
+
+    s3.restart().await.expect("restart s3s-fs");
+    assert_eq!(
+        head(&server, &sha).await,
+        404,
+        "held, but not in the bucket"
+    );
+    upload(&server, &files).await;
+    assert_eq!(head(&server, &sha).await, 200);
+    let stored = std::fs::read(s3.object_path(&format!("p/bundles/{sha}.tar.gz"))).expect("blob");
+    assert!(stored == bytes);
+}
