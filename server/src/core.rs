@@ -18,6 +18,9 @@ pub struct Core {
     pub store: Arc<dyn Store>,
     pub hub: Arc<EventHub>,
     pub counters: Arc<Counters>,
+    /// Rung when another process on the database changed a session, which may have queued it
+    /// for a runner: wakes this process's claim loop.
+    pub bell: Arc<tokio::sync::Notify>,
 }
 
 impl Core {
@@ -28,6 +31,7 @@ impl Core {
             store,
             hub: Arc::new(EventHub::default()),
             counters: Arc::new(Counters::default()),
+            bell: Arc::new(tokio::sync::Notify::new()),
         }
     }
 

@@ -7,18 +7,28 @@ use std::time::Duration;
 use super::{Command, Launch, Orchestrator};
 use crate::store::{Claim, now_ms};
 
-/// Claim whenever woken (a session queued, a slot freed) and at least every
-/// `claim_poll`, so sessions queued through other processes and lapsed leases are found.
+/// Claim whenever woken: a session queued here or a slot freed (the kick), another process
+/// changed a session (the bell: it may have queued one), and at least every `claim_poll`, which
+/// finds lapsed leases.
 pub(super) async fn claim_loop(me: Orchestrator) {
+    let bell = me.inner.state.bell.clone();
     loop {
         me.claim_while_free().await;
         let poll = me.inner.settings.claim_poll;
         tokio::select! {
             () = me.inner.kick.notified() => {}
+            () = bell.notified() => {
+                // Other processes' changes come in bursts (every append is announced): one
+                // claim round per burst.
+                tokio::time::sleep(BELL_COALESCE).await;
+            }
             () = tokio::time::sleep(poll) => {}
         }
     }
 }
+
+/// How long a rung bell waits for the rest of its burst.
+const BELL_COALESCE: Duration = Duration::from_millis(20);
 
 /// Renew every lease a third of the way through; give up a session whose lease is lost, or
 /// that could not be renewed for two thirds of the lease (the database is away): by then
