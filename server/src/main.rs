@@ -322,6 +322,8 @@ async fn run() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| "info,sqlx=warn,tower_http=info".into()),
         )
         .with_writer(std::io::stderr)
+        // Colours for a terminal only: a log file or collector gets plain `key=value` fields.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let mut config = base_config(&cli);
