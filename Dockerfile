@@ -2,6 +2,8 @@
 # started through the Docker socket (ULTRAPLAN_RUNNER=docker); the server builds the
 # `ultraplan-agent:<hash>` image from the static binary at start-up, with no registry pull.
 # git diffs the workspaces of remotely executed plans into patches.
+# bubblewrap serves the runner replicas of deploy/, which sandbox agents inside their own
+# (privileged) container with ULTRAPLAN_RUNNER=bwrap.
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY . .
@@ -11,7 +13,7 @@ RUN cargo build --release --locked -p ultraplan-server \
 
 FROM debian:bookworm-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates curl git util-linux \
+ && apt-get install -y --no-install-recommends bubblewrap ca-certificates curl git util-linux \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /var/lib/ultraplan --create-home ultraplan
 COPY --from=build /src/target/release/ultraplan-server /usr/local/bin/ultraplan-server
