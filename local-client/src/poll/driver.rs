@@ -6,6 +6,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use ultraplan_protocol::constants::MAX_EVENTS_PAGE;
+use ultraplan_protocol::session::Phase;
 
 use super::machine::{Action, Input, Machine, PollConfig, Tick, View};
 use super::notify::Notifier;
@@ -137,6 +138,7 @@ impl Watcher<'_> {
             status: session.session_status,
             usage: Some(session.usage),
             activity: Some((session.agents, session.tool_calls)),
+            parked: session.parked,
         })
     }
 
@@ -198,10 +200,15 @@ fn save_unreviewed_plan(state: &mut SessionState) {
 pub fn apply_view(state: &mut SessionState, view: &View) {
     let phase = view.phase();
     state.phase = phase;
-    state.pill = match view.expires_in {
-        Some(left) => format!("{} · {}", phase.pill(), crate::pill::expires_in(left)),
-        None => phase.pill().to_owned(),
-    };
+    let mut pill = phase.pill().to_owned();
+    if view.parked && phase != Phase::Running {
+        // Honest about where the agent is: stopped until the user answers.
+        pill.push_str(" · parked");
+    }
+    if let Some(left) = view.expires_in {
+        pill = format!("{pill} · {}", crate::pill::expires_in(left));
+    }
+    state.pill = pill;
     state.status = view.status.or(state.status);
     state.last_event_id = view.last_event_id;
     state.rejection_count = view.rejection_count;
@@ -221,4 +228,46 @@ pub fn apply_view(state: &mut SessionState, view: &View) {
         state.tool_calls = tool_calls;
     }
     state.touch();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pill_says_parked_while_the_user_is_waited_on() {
+        let cases = [
+            (
+                Some(Phase::PlanReady),
+                true,
+                None,
+                "◆ ultraplan ready · parked",
+            ),
+            (
+                Some(Phase::NeedsInput),
+                true,
+                None,
+                "◇ ultraplan needs your input · parked",
+            ),
+            (Some(Phase::Running), true, None, "◇ ultraplan"),
+            (Some(Phase::PlanReady), false, None, "◆ ultraplan ready"),
+            (
+                Some(Phase::PlanReady),
+                true,
+                Some(Duration::from_secs(120)),
+                "◆ ultraplan ready · parked · expires in 2 min",
+            ),
+        ];
+        for (phase, parked, expires_in, want) in cases {
+            let view = View {
+                phase,
+                parked,
+                expires_in,
+                ..View::default()
+            };
+            let mut state = SessionState::new("s1", "http://x", "http://x/sessions/s1", "t");
+            apply_view(&mut state, &view);
+            assert_eq!(state.pill, want, "{phase:?} {parked}");
+        }
+    }
 }

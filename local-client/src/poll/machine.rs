@@ -56,6 +56,8 @@ pub struct Tick {
     pub usage: Option<Usage>,
     /// Subagents and tool calls, as the session resource counts them.
     pub activity: Option<(AgentCounts, u64)>,
+    /// The agent gave its sandbox up while it waits on the user.
+    pub parked: bool,
 }
 
 /// One input of the machine.
@@ -96,6 +98,8 @@ pub struct View {
     pub plan: Option<String>,
     pub usage: Option<Usage>,
     pub activity: Option<(AgentCounts, u64)>,
+    /// The agent is parked while it waits on the user.
+    pub parked: bool,
     pub transient_failures: u32,
     /// What is left of the time limit while a pending plan nears it ([`crate::pill::near_limit`]).
     pub expires_in: Option<Duration>,
@@ -175,6 +179,7 @@ impl Machine {
         if tick.activity.is_some() {
             self.view.activity = tick.activity;
         }
+        self.view.parked = tick.parked;
         if let Some(plan) = newest_plan_input(&tick.events) {
             self.last_plan = Some(plan);
         }

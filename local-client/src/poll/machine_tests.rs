@@ -39,6 +39,7 @@ fn tick(events: Vec<Event>, status: SessionStatus) -> Input {
         events,
         status,
         usage: None,
+        parked: false,
     })
 }
 
