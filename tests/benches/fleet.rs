@@ -1,0 +1,152 @@
+//! Sessions on a fleet (docs/ARCHITECTURE.md §5.2, §8): one front replica with no runner of its
+//! own and 1, 2 or 3 runner replicas on one PostgreSQL, all real server processes with bwrap
+//! sandboxes and the offline planner.
+//!
+//! - claim latency: sessions created one at a time on the front and archived once planned,
+//!   so a runner always has a free slot; the runners' own records (`claimed a session … waited_ms=`) give queued → claimed;
+//! - throughput: a burst of sessions created at once; time until every one has its plan, with
+//!   agents parked soon after (so the waiting ones free their slots).
+//!
+//!   bench/fleet.sh [BURST=24]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use ultraplan_tests::faults::Postgres;
+use ultraplan_tests::harness::{ServerProcess, demo_repo, plan_call};
+
+const SEQUENTIAL: usize = 20;
+
+struct Fleet {
+    front: Arc<ServerProcess>,
+    runners: Vec<ServerProcess>,
+    _pg: Postgres,
+    _blobs: tempfile::TempDir,
+}
+
+async fn fleet(runners: usize) -> Fleet {
+    let pg = Postgres::launch().await.expect("postgres");
+    let blobs = tempfile::tempdir().expect("blobs");
+    let blob_url = format!("file://{}", blobs.path().display());
+    let base = |name: String| {
+        vec![
+            ("DATABASE_URL".to_owned(), pg.url.clone()),
+            ("ULTRAPLAN_BLOB_STORE".to_owned(), blob_url.clone()),
+            ("ULTRAPLAN_RUNNER".to_owned(), "bwrap".to_owned()),
+            ("ULTRAPLAN_MODEL".to_owned(), "offline".to_owned()),
+            ("ULTRAPLAN_MAX_RUNNING".to_owned(), "2".to_owned()),
+            ("ULTRAPLAN_PARK_AFTER_SECONDS".to_owned(), "1".to_owned()),
+            ("ULTRAPLAN_RUNNER_NAME".to_owned(), name),
+        ]
+    };
+    let mut front_env = base("front".to_owned());
+    front_env.push(("ULTRAPLAN_LOCAL_RUNNER".to_owned(), "off".to_owned()));
+    let refs: Vec<(&str, &str)> = front_env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let front = ServerProcess::start(&refs).await.expect("front");
+    let mut started = Vec::new();
+    for n in 0..runners {
+        let env = base(format!("runner-{n}"));
+        let refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        started.push(
+            ServerProcess::start_replica(&refs, &front.token)
+                .await
+                .expect("runner"),
+        );
+    }
+    Fleet {
+        front: Arc::new(front),
+        runners: started,
+        _pg: pg,
+        _blobs: blobs,
+    }
+}
+
+/// Create a session on the front and wait for its plan; its id.
+async fn to_plan(front: &ServerProcess, bundle: &str, prompt: &str) -> String {
+    let id = front.create_session(bundle, prompt).await.expect("create");
+    let mut seen = Vec::new();
+    front
+        .wait_for(&id, &mut seen, |e| plan_call(e).is_some())
+        .await
+        .expect("plan");
+    id
+}
+
+/// Every `waited_ms=` the runners logged when they claimed a session.
+fn claim_waits(runners: &[ServerProcess]) -> Vec<u64> {
+    let mut waits: Vec<u64> = runners
+        .iter()
+        .flat_map(|r| {
+            r.log()
+                .lines()
+                .filter(|l| l.contains("claimed a session"))
+                .filter_map(|l| {
+                    let (_, rest) = l.split_once("waited_ms=")?;
+                    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    waits.sort_unstable();
+    waits
+}
+
+fn quantile(sorted: &[u64], q: f64) -> u64 {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
+    let at = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[at]
+}
+
+async fn run(runners: usize, burst: usize) {
+    let fleet = fleet(runners).await;
+    let bundle = fleet.front.upload(&demo_repo()).await.expect("upload");
+    for i in 0..SEQUENTIAL {
+        let id = to_plan(&fleet.front, &bundle, &format!("fix the login bug {i}")).await;
+        // Archived, its slot is free again: the next claim measures the claim alone.
+        let (code, _) = fleet
+            .front
+            .post(&format!("/v1/sessions/{id}/archive"), &serde_json::json!({}))
+            .await
+            .expect("archive");
+        assert_eq!(code, 200);
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+    let waits = claim_waits(&fleet.runners);
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..burst)
+        .map(|i| {
+            let front = fleet.front.clone();
+            let bundle = bundle.clone();
+            tokio::spawn(async move { to_plan(&front, &bundle, &format!("burst {i}")).await; })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("session");
+    }
+    let took = started.elapsed();
+    let all = claim_waits(&fleet.runners);
+    let per_minute = burst as f64 / took.as_secs_f64() * 60.0;
+    println!(
+        "{runners} runner(s) × 2 slots: claim latency (idle fleet, {} claims) p50 {} ms, p95 {} ms; \
+         burst of {burst} → every plan in {:.1} s = {per_minute:.0} sessions/min \
+         (claims incl. resumes after parking: {}, max queue wait {} ms)",
+        waits.len(),
+        quantile(&waits, 0.5),
+        quantile(&waits, 0.95),
+        took.as_secs_f64(),
+        all.len(),
+        all.last().copied().unwrap_or(0),
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    let burst = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(24);
+    for runners in [1, 2, 3] {
+        run(runners, burst).await;
+    }
+}
