@@ -6,6 +6,7 @@
 mod agents;
 mod backend;
 mod claims;
+mod consumed;
 mod durable;
 mod inbox;
 pub mod lifecycle;

@@ -406,6 +406,9 @@ impl SessionTask {
                 super::durable::write(id, "status", set).await?;
             }
             Effect::Append(event) | Effect::Record(event) => {
+                let elapsed_ms = u64::try_from(now_ms() - self.session.created_at).unwrap_or(0);
+                let elapsed = Duration::from_millis(elapsed_ms);
+                let event = super::consumed::account(event, self.usage, elapsed);
                 super::durable::append(state, &self.session, &[event], &self.lease).await?;
             }
             Effect::Forward(event) => self.send(ServerFrame::UserEvent { event }),

@@ -313,6 +313,16 @@ async fn a_spent_token_budget_stops_the_session_cleanly() {
         "usage was recorded"
     );
     assert_eq!(session["session_status"], "idle");
+    // The result says what the session consumed, in its fields and its words.
+    let EventBody::Result(result) = &ended.body else {
+        panic!("not a result: {ended:?}");
+    };
+    assert!(result.usage.is_some_and(|u| u.total() > 0), "{result:?}");
+    let text = result.result.as_deref().unwrap_or_default();
+    assert!(
+        text.contains("It used") && text.contains("tokens"),
+        "{text}"
+    );
     let needle = server.data_dir.join("bundles").display().to_string();
     eventually(
         "agent exit",
