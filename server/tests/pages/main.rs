@@ -4,6 +4,7 @@
 
 mod browser;
 mod decisions;
+mod evidence;
 mod execution;
 mod expired;
 mod flow;

@@ -11,6 +11,7 @@ use ultraplan_protocol::events::{
 };
 
 use super::markdown::render_text;
+use super::reads::Reads;
 use super::timeline::{
     Entry, EntryKind, Item, Op, Place, ResultView, TASK_TOOL, TODO_TOOL, control_note, entry,
     pretty, result_view, summary, tool_key, visible,
@@ -63,6 +64,8 @@ pub struct Digest {
     pub last_result: Option<String>,
     pub last_event_id: i64,
     pub model: Option<String>,
+    /// What the agent and its subagents read (`Read` calls, `Grep` matches).
+    pub reads: Reads,
     tree: Option<Tree>,
 }
 
@@ -257,6 +260,9 @@ impl Digest {
                 id, name, input, ..
             } => {
                 self.tools.insert(id.clone(), name.clone());
+                if name == "Read" {
+                    self.reads.read_call(input);
+                }
                 Some((Some(tool_key(id)), self.tool_use(id, name, input, main)))
             }
             ContentBlock::ToolResult { .. } => None,
@@ -346,7 +352,11 @@ impl Digest {
                     self.question = None;
                 }
                 let tool = self.tools.get(tool_use_id).map(String::as_str);
-                let view = result_view(tool, &content.text(), is_error.unwrap_or(false));
+                let text = content.text();
+                if tool == Some("Grep") && !is_error.unwrap_or(false) {
+                    self.reads.grep_result(&text);
+                }
+                let view = result_view(tool, &text, is_error.unwrap_or(false));
                 ops.push(Op {
                     place: Place::Result(tool_key(tool_use_id)),
                     item: Item::Result(view),

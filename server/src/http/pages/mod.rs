@@ -8,19 +8,25 @@
 mod actions;
 mod assets;
 mod auth;
+mod bundle_files;
 mod changes;
+mod citations;
+mod code;
 mod diff;
 mod digest;
 mod download;
 mod error;
+mod evidence;
 mod expiry;
 mod format;
 mod git_paths;
 mod headers;
+mod highlight;
 mod list;
 pub mod login;
 mod markdown;
 mod notice;
+mod reads;
 mod session;
 mod stream;
 mod templates;
@@ -52,6 +58,7 @@ pub fn routes() -> Router<AppState> {
         .route("/sessions/{id}", get(session::page))
         .route("/sessions/{id}/stream", get(stream::stream))
         .route("/sessions/{id}/patch.diff", get(download::patch_diff))
+        .route("/sessions/{id}/code/{*path}", get(code::page))
         .route(
             "/sessions/{id}/plans/{tool_use_id}/decision",
             post(actions::decide),

@@ -161,7 +161,8 @@ pub async fn page(
         changes,
         timeout_seconds: Some(flags.timeout_seconds),
     };
-    let v = build_view(&state, loaded, &user.csrf, notice);
+    let mut v = build_view(&state, loaded, &user.csrf, notice);
+    super::evidence::link(&state, &row, &digest.reads, &mut v).await;
     let page = SessionPage {
         layout: Layout::for_user(&v.title, &user),
         regions: regions(&v)?,

@@ -199,7 +199,8 @@ impl Feed {
             changes,
             timeout_seconds: self.timeout_seconds,
         };
-        let v = build_view(&self.state, loaded, &self.csrf, None);
+        let mut v = build_view(&self.state, loaded, &self.csrf, None);
+        super::evidence::link(&self.state, &row, &self.digest.reads, &mut v).await;
         let all = regions(&v)?;
         let named = [
             ("head", all.head),
