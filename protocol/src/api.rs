@@ -46,6 +46,10 @@ pub struct Eligibility {
     /// Absent when the caller is not logged in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flags: Option<EffectiveFlags>,
+    /// Bundle compressions `PUT /v1/bundles/{sha256}` accepts, preferred first (`zstd`,
+    /// `gzip`). Empty from servers that predate it: those accept gzip only.
+    #[serde(default)]
+    pub accepts_bundle_encodings: Vec<String>,
 }
 
 /// `PUT /v1/bundles/{sha256}` response.

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use tokio_util::io::{StreamReader, SyncIoBridge};
 
-use super::{BlobError, BlobStore, bundle_key};
+use super::{BlobError, BlobStore, bundle_key_as};
 use crate::bundles::registry::Uploading;
 use crate::bundles::{self, BundleLimits};
 
@@ -35,11 +35,17 @@ pub async fn ensure_bundle_tree(
     if tree_present(bundles_dir, sha).await {
         return Ok(dir);
     }
-    let stream = blobs.get_stream(&bundle_key(sha)).await?;
+    // The key names the encoding; with neither stored, the gzip key's "not found" is the answer.
+    let encoding = blobs
+        .find_bundle(sha)
+        .await?
+        .unwrap_or(bundles::BundleEncoding::Gzip);
+    let key = bundle_key_as(sha, encoding);
+    let stream = blobs.get_stream(&key).await?;
     let reader = SyncIoBridge::new(StreamReader::new(stream));
     let (root, owned_sha, limits) = (bundles_dir.to_path_buf(), sha.to_owned(), limits.clone());
     let ingested = tokio::task::spawn_blocking(move || {
-        bundles::ingest_bundle(reader, &owned_sha, &root, &limits)
+        bundles::ingest_bundle_as(reader, Some(encoding), &owned_sha, &root, &limits)
     })
     .await
     .map_err(|e| BlobError::Task(e.to_string()))?;
@@ -52,7 +58,7 @@ pub async fn ensure_bundle_tree(
         }
         Err(bundles::BundleError::Upload(source)) => Err(BlobError::Interrupted {
             location,
-            key: bundle_key(sha),
+            key,
             source,
         }),
         Err(source) if source.is_client_error() => {

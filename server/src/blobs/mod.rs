@@ -5,7 +5,8 @@
 //! configured by the standard `AWS_*` variables). Transfers stream: uploads go out as
 //! multipart uploads a few parts at a time, downloads are read chunk by chunk.
 //!
-//! A bundle's archive is the blob `bundles/<sha>.tar.gz`; the unpacked tree in the data dir
+//! A bundle's archive is the blob `bundles/<sha>.tar.gz` (`.tar.zst` when it was uploaded
+//! zstd-compressed; one id has one encoding); the unpacked tree in the data dir
 //! is a cache of it, rebuilt by [`ensure_bundle_tree`] through the same validating ingestion
 //! an upload goes through.
 
@@ -25,6 +26,8 @@ use object_store::path::Path as Key;
 use object_store::{ObjectStore, ObjectStoreExt, WriteMultipart};
 use tokio::io::AsyncReadExt;
 
+use crate::bundles::BundleEncoding;
+
 pub use error::BlobError;
 pub use location::{BlobLocation, LocationError};
 pub use materialise::ensure_bundle_tree;
@@ -37,14 +40,22 @@ const PARTS_IN_FLIGHT: usize = 2;
 /// Bytes read from the local file per step.
 const READ_BYTES: usize = 256 * 1024;
 
-/// The blob key of bundle `sha`'s archive.
+/// The blob key of bundle `sha`'s archive when it is gzip'd (see [`bundle_key_as`]).
 pub fn bundle_key(sha: &str) -> String {
-    format!("bundles/{sha}.tar.gz")
+    bundle_key_as(sha, BundleEncoding::Gzip)
 }
 
-/// The bundle id of a blob key under `bundles/`, if it is one.
+/// The blob key of bundle `sha`'s archive compressed as `encoding`.
+pub fn bundle_key_as(sha: &str, encoding: BundleEncoding) -> String {
+    format!("bundles/{sha}.{}", encoding.extension())
+}
+
+/// The bundle id of a blob key under `bundles/`, if it is one (of either encoding).
 pub fn bundle_of_key(key: &str) -> Option<&str> {
-    let sha = key.strip_prefix("bundles/")?.strip_suffix(".tar.gz")?;
+    let name = key.strip_prefix("bundles/")?;
+    let sha = BundleEncoding::ALL
+        .iter()
+        .find_map(|encoding| name.strip_suffix(&format!(".{}", encoding.extension())))?;
     crate::bundles::is_valid_sha256(sha).then_some(sha)
 }
 
@@ -260,6 +271,24 @@ impl BlobStore {
             Err(object_store::Error::NotFound { .. }) => Ok(false),
             Err(e) => Err(self.store_error("looking up", key, e)),
         }
+    }
+
+    /// Which encoding bundle `sha`'s archive is stored in, if it is stored.
+    pub async fn find_bundle(&self, sha: &str) -> Result<Option<BundleEncoding>, BlobError> {
+        for encoding in BundleEncoding::ALL {
+            if self.exists(&bundle_key_as(sha, encoding)).await? {
+                return Ok(Some(encoding));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Delete bundle `sha`'s archive, whichever encoding it is stored in.
+    pub async fn delete_bundle(&self, sha: &str) -> Result<(), BlobError> {
+        for encoding in BundleEncoding::ALL {
+            self.delete(&bundle_key_as(sha, encoding)).await?;
+        }
+        Ok(())
     }
 
     /// Delete the blob under `key`; a missing blob is not an error.

@@ -45,6 +45,17 @@ fn tarball(files: &[(&str, &[u8])]) -> (Vec<u8>, String) {
     (bytes, sha)
 }
 
+/// The same tar, zstd'd, and its sha256.
+fn zstd_tarball(files: &[(&str, &[u8])]) -> (Vec<u8>, String) {
+    let (gz, _) = tarball(files);
+    let mut tar = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(gz.as_slice()), &mut tar)
+        .expect("gunzip");
+    let bytes = zstd::encode_all(tar.as_slice(), 1).expect("zstd");
+    let sha = hex::encode(Sha256::digest(&bytes));
+    (bytes, sha)
+}
+
 async fn put_bytes(blobs: &BlobStore, dir: &Path, key: &str, bytes: &[u8]) -> u64 {
     let file = dir.join("upload.bin");
     std::fs::write(&file, bytes).expect("write");
@@ -122,6 +133,59 @@ async fn a_missing_tree_is_unpacked_from_its_blob_and_then_served_from_the_cache
 }
 
 #[tokio::test]
+async fn a_zstd_bundle_is_found_unpacked_and_deleted_under_its_own_key() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let blobs = store(tmp.path());
+    let (bytes, sha) = zstd_tarball(&[("src/lib.rs", b"pub fn z() {}\n")]);
+    assert_eq!(blobs.find_bundle(&sha).await.expect("find"), None);
+    let key = bundle_key_as(&sha, BundleEncoding::Zstd);
+    assert_eq!(key, format!("bundles/{sha}.tar.zst"));
+    put_bytes(&blobs, tmp.path(), &key, &bytes).await;
+    assert_eq!(
+        blobs.find_bundle(&sha).await.expect("find"),
+        Some(BundleEncoding::Zstd)
+    );
+    let root = tmp.path().join("bundles");
+    let tree = ensure_bundle_tree(&blobs, &root, &sha, &BundleLimits::default())
+        .await
+        .expect("materialise");
+    assert_eq!(
+        std::fs::read_to_string(tree.join("src/lib.rs")).expect("file"),
+        "pub fn z() {}\n"
+    );
+    let archive = crate::bundles::archive_path(&root, &sha);
+    assert!(
+        archive.to_string_lossy().ends_with(".tar.zst"),
+        "{archive:?}"
+    );
+    assert_eq!(std::fs::read(&archive).expect("archive"), bytes);
+    blobs.delete_bundle(&sha).await.expect("delete");
+    assert_eq!(blobs.find_bundle(&sha).await.expect("find"), None);
+}
+
+/// zstd bytes kept under the gzip key are a damaged blob, refused by the magic-bytes check.
+#[tokio::test]
+async fn a_blob_whose_bytes_contradict_its_key_is_refused() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let blobs = store(tmp.path());
+    let (bytes, sha) = zstd_tarball(&[("a.txt", b"a\n")]);
+    put_bytes(&blobs, tmp.path(), &bundle_key(&sha), &bytes).await;
+    let root = tmp.path().join("bundles");
+    let refused = ensure_bundle_tree(&blobs, &root, &sha, &BundleLimits::default()).await;
+    assert!(
+        matches!(
+            &refused,
+            Err(BlobError::Damaged {
+                source: BundleError::EncodingMismatch { .. },
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    assert!(!crate::bundles::tree_exists(&root, &sha));
+}
+
+#[tokio::test]
 async fn changed_bytes_in_the_store_are_refused_and_leave_nothing() {
     let tmp = tempfile::tempdir().expect("tmp");
     let blobs = store(tmp.path());
@@ -165,10 +229,14 @@ fn bundle_keys_round_trip() {
     let sha = "0123456789abcdef".repeat(4);
     assert_eq!(bundle_key(&sha), format!("bundles/{sha}.tar.gz"));
     assert_eq!(bundle_of_key(&bundle_key(&sha)), Some(sha.as_str()));
+    let zst = bundle_key_as(&sha, BundleEncoding::Zstd);
+    assert_eq!(bundle_of_key(&zst), Some(sha.as_str()));
     let cases = [
         "bundles/abc.tar.gz",
         "patches/x.tar.gz",
         &format!("bundles/{sha}.tar"),
+        &format!("bundles/{sha}.tar.zst.tar.gz"),
+        &format!("bundles/{sha}.zst"),
         &format!("other/{sha}.tar.gz"),
         &format!("bundles/{}.tar.gz", sha.to_uppercase()),
     ];

@@ -78,7 +78,14 @@ pub enum BundleError {
     #[error("sha256 mismatch: the upload hashes to {actual}, not {expected}")]
     HashMismatch { expected: String, actual: String },
 
-    /// Corrupt or truncated gzip or tar data.
+    /// The upload's magic bytes are another encoding's than its `Content-Type` declares.
+    #[error("the upload is declared {} but its bytes are {}", .declared.name(), .found.name())]
+    EncodingMismatch {
+        declared: super::BundleEncoding,
+        found: super::BundleEncoding,
+    },
+
+    /// Corrupt or truncated gzip, zstd or tar data.
     #[error("malformed archive{}: {detail}", at_entry(.entry))]
     MalformedArchive {
         entry: Option<String>,
@@ -124,6 +131,7 @@ impl BundleError {
             Self::ArchiveTooLarge { .. } => "archive_too_large",
             Self::RatioExceeded { .. } => "ratio_exceeded",
             Self::HashMismatch { .. } => "hash_mismatch",
+            Self::EncodingMismatch { .. } => "encoding_mismatch",
             Self::MalformedArchive { .. } => "malformed_archive",
             Self::Upload(_) => "upload_failed",
             Self::Io { .. } => "io_error",

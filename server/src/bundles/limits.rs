@@ -10,6 +10,10 @@ pub(crate) const MAX_HEADER_BYTES: u64 = MIB;
 /// must all be zero: anything else is data we would silently drop.
 pub(crate) const MAX_TRAILING_BYTES: u64 = 4 * MIB;
 
+/// Largest zstd window a frame may ask the decoder for, as a power of two (8 MiB: every
+/// standard level up to 19 fits; a frame asking for more is refused before it is allocated).
+pub(crate) const MAX_ZSTD_WINDOW_LOG: u32 = 23;
+
 /// Longest single path component (Linux `NAME_MAX`).
 pub(crate) const MAX_COMPONENT_LEN: usize = 255;
 
@@ -49,6 +53,8 @@ impl Default for BundleLimits {
 pub struct BundleStats {
     /// sha256 of the raw upload, lowercase hex (the bundle id).
     pub sha256: String,
+    /// How the upload is compressed (which archive extension it is stored under).
+    pub encoding: super::BundleEncoding,
     /// Non-directory entries extracted: regular files, symlinks and hard links.
     pub files: u64,
     /// Raw (compressed) bytes received.

@@ -1,14 +1,16 @@
-//! The bundle store: streaming ingestion of uploaded repository bundles (gzip'd tar) with
+//! The bundle store: streaming ingestion of uploaded repository bundles (gzip'd or zstd'd tar) with
 //! hostile-archive-safe extraction (docs/ARCHITECTURE.md §3.1 `PUT /v1/bundles/{sha256}`, §6.1).
 //!
 //! Layout under `store_root`:
 //! - `<sha>/`: the extracted tree (dirs 0755, files 0644 or 0755, relative symlinks that stay
 //!   inside, hard links);
-//! - `<sha>.tar.gz`: the upload as received;
+//! - `<sha>.tar.gz` or `<sha>.tar.zst`: the upload as received (one of them: the id is the
+//!   sha256 of the compressed bytes, so one id has one encoding);
 //! - `.staging/<unique>/`: in-flight uploads, removed when they finish, whatever the outcome.
 //!
 //! Everything here is blocking; call it from `tokio::task::spawn_blocking`. Linux/Unix only.
 
+mod encoding;
 mod error;
 mod extract;
 mod limits;
@@ -23,15 +25,15 @@ mod tree;
 mod tests;
 
 use std::fs;
-use std::io::{self, Read};
+use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use flate2::read::MultiGzDecoder;
-
+pub use encoding::BundleEncoding;
 pub use error::{BundleError, is_storage_full};
 pub use limits::{BundleLimits, BundleStats};
 
+use encoding::Decoder;
 use error::display_path;
 use extract::Extractor;
 use limits::MAX_TRAILING_BYTES;
@@ -49,9 +51,20 @@ pub fn bundle_dir(store_root: &Path, sha: &str) -> PathBuf {
     store_root.join(sha)
 }
 
-/// Where the uploaded archive of bundle `sha` is kept. Does not validate `sha`.
+/// Where the uploaded archive of bundle `sha` is kept if it is compressed as `encoding`.
+/// Does not validate `sha`.
+pub fn archive_path_as(store_root: &Path, sha: &str, encoding: BundleEncoding) -> PathBuf {
+    store_root.join(format!("{sha}.{}", encoding.extension()))
+}
+
+/// Where the uploaded archive of bundle `sha` is: the path of whichever encoding's archive
+/// exists, else the gzip path. Does not validate `sha`. Blocking (it looks at the disk).
 pub fn archive_path(store_root: &Path, sha: &str) -> PathBuf {
-    store_root.join(format!("{sha}.tar.gz"))
+    BundleEncoding::ALL
+        .iter()
+        .map(|&encoding| archive_path_as(store_root, sha, encoding))
+        .find(|path| fs::symlink_metadata(path).is_ok_and(|m| m.is_file()))
+        .unwrap_or_else(|| archive_path_as(store_root, sha, BundleEncoding::Gzip))
 }
 
 /// `true` when bundle `sha`'s unpacked tree is in this store (the local cache of the blob).
@@ -65,22 +78,40 @@ pub fn tree_exists(store_root: &Path, sha: &str) -> bool {
 pub fn bundle_exists(store_root: &Path, sha: &str) -> bool {
     is_valid_sha256(sha)
         && fs::symlink_metadata(bundle_dir(store_root, sha)).is_ok_and(|m| m.is_dir())
-        && fs::symlink_metadata(archive_path(store_root, sha)).is_ok_and(|m| m.is_file())
+        && BundleEncoding::ALL.iter().any(|&encoding| {
+            fs::symlink_metadata(archive_path_as(store_root, sha, encoding))
+                .is_ok_and(|m| m.is_file())
+        })
+}
+
+/// Receive one bundle upload whose encoding is told by its magic bytes (gzip when they are
+/// neither's); see [`ingest_bundle_as`].
+pub fn ingest_bundle<R: Read>(
+    reader: R,
+    expected_sha256: &str,
+    store_root: &Path,
+    limits: &BundleLimits,
+) -> Result<BundleStats, BundleError> {
+    ingest_bundle_as(reader, None, expected_sha256, store_root, limits)
 }
 
 /// Receive one bundle upload.
 ///
-/// Streams `reader` (a gzip'd tar, possibly several concatenated gzip members) while hashing
+/// Streams `reader` (a gzip'd tar, possibly several concatenated gzip members, or a zstd'd
+/// tar, possibly several frames) while hashing
 /// the raw bytes and copying them aside; validates every entry as it arrives and unpacks it
 /// into a fresh staging dir; drains the stream and compares its sha256 to `expected_sha256`;
-/// then renames the tree to `<store_root>/<sha>/` and the archive to `<store_root>/<sha>.tar.gz`.
+/// then renames the tree to `<store_root>/<sha>/` and the archive to `<store_root>/<sha>.tar.gz`
+/// (or `.tar.zst`). `declared` is the encoding the upload says it has: magic bytes of the other
+/// encoding are refused ([`BundleError::EncodingMismatch`]); `None` lets the magic bytes decide.
 /// If another upload of the same sha got there first, theirs is kept and this still returns
 /// `Ok`. On any error everything this call created is removed. `store_root` is created if
 /// missing (and never removed).
 ///
 /// On a refusal the reader is *not* drained: the caller drops the rest of the body.
-pub fn ingest_bundle<R: Read>(
+pub fn ingest_bundle_as<R: Read>(
     reader: R,
+    declared: Option<BundleEncoding>,
     expected_sha256: &str,
     store_root: &Path,
     limits: &BundleLimits,
@@ -97,8 +128,8 @@ pub fn ingest_bundle<R: Read>(
         .map_err(|e| BundleError::io("creating the bundle store", e))
         .and_then(|()| Staging::create(store_root, expected_sha256))
         .and_then(|staging| {
-            let stats = receive(reader, expected_sha256, &staging, limits)?;
-            let won = staging.publish(store_root, expected_sha256)?;
+            let stats = receive(reader, declared, expected_sha256, &staging, limits)?;
+            let won = staging.publish(store_root, expected_sha256, stats.encoding)?;
             Ok((stats, won))
         });
     match outcome {
@@ -106,6 +137,7 @@ pub fn ingest_bundle<R: Read>(
             if won {
                 tracing::info!(
                     files = stats.files,
+                    encoding = stats.encoding.name(),
                     archive_bytes = stats.archive_bytes,
                     unpacked_bytes = stats.unpacked_bytes,
                     "bundle stored"
@@ -132,6 +164,7 @@ pub fn ingest_bundle<R: Read>(
 /// Everything up to (not including) publishing: stream, extract, verify, hash.
 fn receive<R: Read>(
     reader: R,
+    declared: Option<BundleEncoding>,
     expected_sha256: &str,
     staging: &Staging,
     limits: &BundleLimits,
@@ -142,14 +175,28 @@ fn receive<R: Read>(
         .create_new(true)
         .open(&staging.archive)
         .map_err(|e| BundleError::io("creating the archive copy", e))?;
-    let tee = Tee::new(
+    let mut tee = Tee::new(
         reader,
         archive_file,
         Rc::clone(&shared),
         limits.max_archive_bytes,
     );
+    let head = read_head(&mut tee).map_err(|e| stream_error(&shared, limits, e, None))?;
+    let encoding = match (declared, BundleEncoding::sniff(&head)) {
+        (Some(declared), Some(found)) if declared != found => {
+            return Err(BundleError::EncodingMismatch { declared, found });
+        }
+        (_, Some(found)) => found,
+        (Some(declared), None) => declared,
+        (None, None) => BundleEncoding::Gzip,
+    };
+    let raw = BufReader::with_capacity(64 * 1024, io::Cursor::new(head).chain(tee));
+    let decoder = Decoder::new(encoding, raw).map_err(|e| BundleError::MalformedArchive {
+        entry: None,
+        detail: e.to_string(),
+    })?;
     let mut guard = Guard::new(
-        MultiGzDecoder::new(tee),
+        decoder,
         Rc::clone(&shared),
         limits.max_ratio,
         limits.ratio_grace_bytes,
@@ -160,9 +207,10 @@ fn receive<R: Read>(
     extractor.extract_all(&mut guard)?;
     drain_tar_padding(&mut guard, &shared, limits)?;
 
-    // The gzip decoder has seen end of input; make sure of it, then hash.
-    let mut tee = guard.into_inner().into_inner();
-    io::copy(&mut tee, &mut io::sink()).map_err(|e| stream_error(&shared, limits, e, None))?;
+    // The decoder has seen end of input; make sure of it, then hash.
+    let mut raw = guard.into_inner().into_inner();
+    io::copy(&mut raw, &mut io::sink()).map_err(|e| stream_error(&shared, limits, e, None))?;
+    let (_, tee) = raw.into_inner().into_inner();
     let actual = tee
         .finish()
         .map_err(|e| BundleError::io("saving the uploaded archive", e))?;
@@ -175,10 +223,18 @@ fn receive<R: Read>(
     extractor.verify_symlinks()?;
     Ok(BundleStats {
         sha256: actual,
+        encoding,
         files: extractor.files,
         archive_bytes: shared.raw.get(),
         unpacked_bytes: extractor.written,
     })
+}
+
+/// The first bytes of the upload (up to a zstd magic's length; fewer only at end of input).
+fn read_head<R: Read>(reader: &mut R) -> io::Result<Vec<u8>> {
+    let mut head = Vec::with_capacity(4);
+    reader.take(4).read_to_end(&mut head)?;
+    Ok(head)
 }
 
 /// After the tar end-of-archive marker only zero padding may follow (a little of it):

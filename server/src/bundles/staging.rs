@@ -1,5 +1,5 @@
 //! The per-upload staging directory, `<store_root>/.staging/<unique>/`, holding the extracted
-//! `tree/` and the raw `upload.tar.gz`. Dropping a [`Staging`] removes whatever is left of it;
+//! `tree/` and the raw `upload.archive`. Dropping a [`Staging`] removes whatever is left of it;
 //! publishing renames both into place first.
 
 use std::fs::{self, DirBuilder};
@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::error::BundleError;
-use super::{archive_path, bundle_dir};
+use super::{BundleEncoding, archive_path_as, bundle_dir};
 
 pub(crate) const STAGING_DIR: &str = ".staging";
 
@@ -56,7 +56,7 @@ impl Staging {
         };
         let staging = Self {
             tree: dir.join("tree"),
-            archive: dir.join("upload.tar.gz"),
+            archive: dir.join("upload.archive"),
             staging_root,
             dir,
         };
@@ -67,12 +67,18 @@ impl Staging {
         Ok(staging)
     }
 
-    /// Move the tree to `<store_root>/<sha>/` and the archive to `<store_root>/<sha>.tar.gz`.
+    /// Move the tree to `<store_root>/<sha>/` and the archive to `<store_root>/<sha>.tar.gz`
+    /// (`.tar.zst` for zstd).
     ///
     /// Returns `false` when another upload of the same sha got there first: theirs is kept
     /// (ours is dropped with the staging dir). The archive is renamed over any existing copy
     /// either way: it has the same bytes, and this repairs a store where it went missing.
-    pub fn publish(self, store_root: &Path, sha: &str) -> Result<bool, BundleError> {
+    pub fn publish(
+        self,
+        store_root: &Path,
+        sha: &str,
+        encoding: BundleEncoding,
+    ) -> Result<bool, BundleError> {
         let final_dir = bundle_dir(store_root, sha);
         let won = match fs::rename(&self.tree, &final_dir) {
             Ok(()) => true,
@@ -86,7 +92,7 @@ impl Staging {
             }
             Err(e) => return Err(BundleError::io("publishing the bundle directory", e)),
         };
-        if let Err(e) = fs::rename(&self.archive, archive_path(store_root, sha)) {
+        if let Err(e) = fs::rename(&self.archive, archive_path_as(store_root, sha, encoding)) {
             if won {
                 // Leave nothing behind: a directory without its archive is not a bundle.
                 if let Err(e) = fs::remove_dir_all(&final_dir) {

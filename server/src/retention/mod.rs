@@ -128,7 +128,7 @@ pub(crate) async fn remove_files(root: &Path, sha: &str) {
 /// Delete a bundle's blob; a failure is logged, and the orphan sweep retries it later.
 pub(crate) async fn remove_blob(state: &Core, sha: &str) {
     let deleted = match state.config.blobs() {
-        Ok(blobs) => blobs.delete(&crate::blobs::bundle_key(sha)).await,
+        Ok(blobs) => blobs.delete_bundle(sha).await,
         Err(error) => Err(error),
     };
     if let Err(error) = deleted {

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::blobs::{BlobStore, bundle_key, bundle_of_key};
+use crate::blobs::{BlobStore, bundle_of_key};
 use crate::bundles::{self, registry};
 use crate::core::Core;
 use crate::store::StoreError;
@@ -21,7 +21,10 @@ fn stored_ids(root: &Path, cutoff: i64) -> std::io::Result<Vec<String>> {
         let entry = entry?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        let sha = name.strip_suffix(".tar.gz").unwrap_or(&name);
+        let sha = [".tar.gz", ".tar.zst"]
+            .iter()
+            .find_map(|ext| name.strip_suffix(ext))
+            .unwrap_or(&name);
         if !bundles::is_valid_sha256(sha) {
             continue;
         }
@@ -97,7 +100,7 @@ async fn remove_orphan_blob(
         return Ok(false);
     }
     tracing::warn!(sha256 = %sha, location = %blobs.location(), "deleting a bundle blob no bundle row knows");
-    match blobs.delete(&bundle_key(sha)).await {
+    match blobs.delete_bundle(sha).await {
         Ok(()) => Ok(true),
         Err(error) => {
             tracing::warn!(sha256 = %sha, %error, "cannot delete an orphan blob");

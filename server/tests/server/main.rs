@@ -5,6 +5,7 @@
 mod agents;
 mod api;
 mod blob_store;
+mod bundle_encodings;
 mod bundles;
 mod decisions;
 mod events;

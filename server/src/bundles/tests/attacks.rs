@@ -3,7 +3,7 @@
 
 use tar::EntryType;
 
-use super::support::{Env, Tar, gz};
+use super::support::{CODECS, Env, Tar};
 
 struct Attack {
     name: &'static str,
@@ -325,7 +325,7 @@ fn attacks(env: &Env) -> Vec<Attack> {
 fn hostile_archives_are_refused_and_leave_nothing() {
     let probe = Env::new();
     let count = attacks(&probe).len();
-    for i in 0..count {
+    for (i, codec) in (0..count).flat_map(|i| CODECS.map(|codec| (i, codec))) {
         let env = Env::new();
         let Attack {
             name,
@@ -333,7 +333,8 @@ fn hostile_archives_are_refused_and_leave_nothing() {
             code,
             mentions,
         } = attacks(&env).swap_remove(i);
-        let err = match env.ingest(&gz(&tar)) {
+        let name = &codec.case(name);
+        let err = match env.ingest(&codec.compress(&tar)) {
             Ok(stats) => panic!("{name}: accepted ({stats:?})"),
             Err(err) => err,
         };

@@ -1,4 +1,5 @@
-//! Well-formed bundles: what lands on disk, multi-member gzip, idempotent and racing uploads.
+//! Well-formed bundles: what lands on disk, multi-member gzip and multi-frame zstd, idempotent
+//! and racing uploads.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -6,9 +7,10 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::super::{
-    BundleLimits, archive_path, bundle_dir, bundle_exists, ingest_bundle, is_valid_sha256,
+    BundleEncoding, BundleLimits, archive_path, bundle_dir, bundle_exists, ingest_bundle,
+    is_valid_sha256,
 };
-use super::support::{Env, Tar, gz, gz_members, sha, walk};
+use super::support::{Env, Tar, gz, gz_members, sha, walk, zst, zst_frames};
 
 const LONG_DIR: &str =
     "a-directory-name-long-enough-that-the-whole-path-needs-a-gnu-long-name-entry-to-be-stored";
@@ -48,11 +50,26 @@ fn mode(path: &Path) -> u32 {
 
 #[test]
 fn well_formed_bundle_is_extracted_faithfully() {
+    let cases = [
+        (gz_members(&repo_tar(), 2), BundleEncoding::Gzip),
+        (zst_frames(&repo_tar(), 3), BundleEncoding::Zstd),
+    ];
+    for (upload, encoding) in cases {
+        extracted_faithfully(&upload, encoding);
+    }
+}
+
+fn extracted_faithfully(upload: &[u8], encoding: BundleEncoding) {
     let env = Env::new();
-    let upload = gz_members(&repo_tar(), 2);
-    let digest = sha(&upload);
-    let stats = env.ingest(&upload).unwrap();
+    let digest = sha(upload);
+    let stats = env.ingest(upload).unwrap();
     assert_eq!(stats.sha256, digest);
+    assert_eq!(stats.encoding, encoding);
+    let archive = archive_path(&env.store, &digest);
+    assert_eq!(
+        archive.file_name().unwrap().to_str().unwrap(),
+        format!("{digest}.{}", encoding.extension())
+    );
     assert_eq!(stats.archive_bytes, upload.len() as u64);
     // 9 files + 6 symlinks + 1 hard link.
     assert_eq!(stats.files, 16);
@@ -190,11 +207,12 @@ fn concurrent_uploads_of_one_bundle_all_succeed() {
 
 #[test]
 fn empty_tar_is_an_empty_bundle() {
-    let env = Env::new();
-    let upload = gz(&Tar::new().finish());
-    let stats = env.ingest(&upload).unwrap();
-    assert_eq!((stats.files, stats.unpacked_bytes), (0, 0));
-    assert!(bundle_exists(&env.store, &stats.sha256));
+    for upload in [gz(&Tar::new().finish()), zst(&Tar::new().finish())] {
+        let env = Env::new();
+        let stats = env.ingest(&upload).unwrap();
+        assert_eq!((stats.files, stats.unpacked_bytes), (0, 0));
+        assert!(bundle_exists(&env.store, &stats.sha256));
+    }
 }
 
 #[test]

@@ -1,15 +1,14 @@
-//! Size, count and ratio limits, corrupt or truncated gzip, hash and upload failures.
+//! Size, count and ratio limits, corrupt or truncated gzip or zstd, hash and upload failures;
+//! each through both codecs.
 
 use std::cell::Cell;
 use std::io::Read;
 use std::rc::Rc;
 
-use flate2::Compression;
-use flate2::read::GzEncoder;
 use tar::EntryType;
 
-use super::super::{BundleLimits, ingest_bundle};
-use super::support::{Env, FailingReader, Tar, Zeros, gz, sha};
+use super::super::{BundleEncoding, BundleLimits, ingest_bundle, ingest_bundle_as};
+use super::support::{CODECS, Codec, Env, FailingReader, Tar, Zeros, sha};
 
 #[test]
 fn limits_are_enforced() {
@@ -82,13 +81,15 @@ fn limits_are_enforced() {
             "100:1",
         ),
     ];
-    for (name, tar, limits, code, mentions) in cases {
+    for ((name, tar, limits, code, mentions), codec) in cases
+        .iter()
+        .flat_map(|case| CODECS.map(|codec| (case, codec)))
+    {
         let env = Env::new();
-        let upload = gz(&tar);
-        let err = env
-            .ingest_with(&upload, &sha(&upload), &limits)
-            .unwrap_err();
-        assert_eq!(err.code(), code, "{name}: {err}");
+        let name = &codec.case(name);
+        let upload = codec.compress(tar);
+        let err = env.ingest_with(&upload, &sha(&upload), limits).unwrap_err();
+        assert_eq!(err.code(), *code, "{name}: {err}");
         assert!(err.is_client_error(), "{name}");
         assert!(
             err.to_string().contains(mentions),
@@ -101,7 +102,14 @@ fn limits_are_enforced() {
 /// 1 GiB of zeros in one entry, compressed on the fly: refused after inflating about the
 /// grace bytes, without pulling the rest of the bomb through the encoder.
 #[test]
-fn gzip_bomb_is_stopped_early() {
+fn bombs_are_stopped_early() {
+    for codec in CODECS {
+        compression_bomb_is_stopped_early(codec);
+        padding_bomb_is_stopped_early(codec);
+    }
+}
+
+fn compression_bomb_is_stopped_early(codec: Codec) {
     let env = Env::new();
     const GIB: u64 = 1 << 30;
     let header = Tar::new()
@@ -112,22 +120,21 @@ fn gzip_bomb_is_stopped_early() {
         left: GIB,
         pulled: Rc::clone(&pulled),
     };
-    let bomb = GzEncoder::new(header.as_slice().chain(zeros), Compression::fast());
+    let bomb = codec.encoder(header.as_slice().chain(zeros));
     let err =
         ingest_bundle(bomb, &"0".repeat(64), &env.store, &BundleLimits::default()).unwrap_err();
-    assert_eq!(err.code(), "ratio_exceeded", "{err}");
+    assert_eq!(err.code(), "ratio_exceeded", "{codec:?}: {err}");
     assert!(err.to_string().contains("bomb.bin"), "{err}");
     assert!(
         pulled.get() < 64 << 20,
-        "inflated {} bytes of the bomb",
+        "{codec:?}: inflated {} bytes of the bomb",
         pulled.get()
     );
-    env.assert_untouched("gzip bomb");
+    env.assert_untouched(&codec.case("compression bomb"));
 }
 
 /// Zeros after the end-of-archive marker are padding; a mountain of them is refused.
-#[test]
-fn padding_bomb_is_stopped_early() {
+fn padding_bomb_is_stopped_early(codec: Codec) {
     let env = Env::new();
     let pulled = Rc::new(Cell::new(0));
     let zeros = Zeros {
@@ -135,39 +142,105 @@ fn padding_bomb_is_stopped_early() {
         pulled: Rc::clone(&pulled),
     };
     let tar = Tar::new().file("a", b"x").unterminated();
-    let bomb = GzEncoder::new(tar.as_slice().chain(zeros), Compression::fast());
+    let bomb = codec.encoder(tar.as_slice().chain(zeros));
     let err =
         ingest_bundle(bomb, &"0".repeat(64), &env.store, &BundleLimits::default()).unwrap_err();
+    assert_eq!(err.code(), "malformed_archive", "{codec:?}: {err}");
+    assert!(
+        pulled.get() < 64 << 20,
+        "{codec:?}: inflated {} bytes",
+        pulled.get()
+    );
+    env.assert_untouched(&codec.case("padding bomb"));
+}
+
+/// A zstd frame asking for a window larger than the decoder allows is refused before the
+/// window is allocated.
+#[test]
+fn zstd_window_over_the_limit_is_refused() {
+    let env = Env::new();
+    let tar = Tar::new().file("a", &vec![5; 1 << 20]).finish();
+    let mut enc = zstd::stream::write::Encoder::new(Vec::new(), 19).unwrap();
+    enc.window_log(27).unwrap();
+    enc.long_distance_matching(true).unwrap();
+    std::io::Write::write_all(&mut enc, &tar).unwrap();
+    let upload = enc.finish().unwrap();
+    let err = env.ingest(&upload).unwrap_err();
     assert_eq!(err.code(), "malformed_archive", "{err}");
-    assert!(pulled.get() < 64 << 20, "inflated {} bytes", pulled.get());
-    env.assert_untouched("padding bomb");
+    env.assert_untouched("zstd window");
+}
+
+/// Bytes of one codec declared as the other are refused, whatever they hold.
+#[test]
+fn encoding_mismatch_is_refused() {
+    let tar = Tar::new().file("a", b"x").finish();
+    let cases = [
+        (Codec::Gzip, BundleEncoding::Zstd),
+        (Codec::Zstd, BundleEncoding::Gzip),
+    ];
+    for (codec, declared) in cases {
+        let env = Env::new();
+        let upload = codec.compress(&tar);
+        let err = ingest_bundle_as(
+            upload.as_slice(),
+            Some(declared),
+            &sha(&upload),
+            &env.store,
+            &BundleLimits::default(),
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), "encoding_mismatch", "{codec:?}: {err}");
+        assert!(err.is_client_error());
+        env.assert_untouched(&codec.case("mismatch"));
+    }
 }
 
 #[test]
-fn corrupt_and_truncated_gzip_is_malformed() {
+fn corrupt_and_truncated_archives_are_malformed() {
+    for codec in CODECS {
+        corrupt_and_truncated_is_malformed(codec);
+    }
+}
+
+fn corrupt_and_truncated_is_malformed(codec: Codec) {
     let tar = Tar::new()
         .file("a.txt", &b"some text that compresses ".repeat(2000))
         .file("b.txt", b"b")
         .finish();
-    let good = gz(&tar);
+    let good = codec.compress(&tar);
     let len = good.len();
     let mut bad_crc = good.clone();
-    bad_crc[len - 8] ^= 0xff;
+    bad_crc[codec.checksum_byte(len)] ^= 0xff;
     let mut garbage_after = good.clone();
     garbage_after.extend_from_slice(b"garbage");
     let cases: Vec<(&str, Vec<u8>)> = vec![
         ("empty upload", Vec::new()),
-        ("not gzip", b"this is not a gzip stream at all".to_vec()),
-        ("cut in the gzip header", good[..5].to_vec()),
-        ("cut in the deflate stream", good[..len / 2].to_vec()),
-        ("cut in the gzip trailer", good[..len - 3].to_vec()),
-        ("crc mismatch", bad_crc),
+        (
+            "not compressed",
+            b"this is not a gzip stream at all".to_vec(),
+        ),
+        ("cut in the header", good[..5].to_vec()),
+        ("cut in the compressed stream", good[..len / 2].to_vec()),
+        ("cut in the trailer", good[..len - 3].to_vec()),
+        ("checksum mismatch", bad_crc),
         ("garbage after the last member", garbage_after),
     ];
     for (name, upload) in cases {
         let env = Env::new();
         // The announced sha is the upload's own: the archive itself must be refused.
-        let err = env.ingest(&upload).unwrap_err();
+        let name = &codec.case(name);
+        let declared = match codec {
+            Codec::Gzip => BundleEncoding::Gzip,
+            Codec::Zstd => BundleEncoding::Zstd,
+        };
+        let err = ingest_bundle_as(
+            upload.as_slice(),
+            Some(declared),
+            &sha(&upload),
+            &env.store,
+            &BundleLimits::default(),
+        )
+        .unwrap_err();
         assert_eq!(err.code(), "malformed_archive", "{name}: {err}");
         env.assert_untouched(name);
     }
@@ -175,8 +248,14 @@ fn corrupt_and_truncated_gzip_is_malformed() {
 
 #[test]
 fn hash_mismatch_is_refused() {
+    for codec in CODECS {
+        hash_mismatch(codec);
+    }
+}
+
+fn hash_mismatch(codec: Codec) {
     let env = Env::new();
-    let upload = gz(&Tar::new().file("a", b"x").finish());
+    let upload = codec.compress(&Tar::new().file("a", b"x").finish());
     let wrong = sha(b"something else");
     let err = env
         .ingest_with(&upload, &wrong, &BundleLimits::default())
@@ -191,7 +270,7 @@ fn hash_mismatch_is_refused() {
 #[test]
 fn invalid_sha_is_refused_before_anything_is_created() {
     let env = Env::new();
-    let upload = gz(&Tar::new().file("a", b"x").finish());
+    let upload = Codec::Gzip.compress(&Tar::new().file("a", b"x").finish());
     for bad in [
         "",
         "abc",
@@ -208,8 +287,14 @@ fn invalid_sha_is_refused_before_anything_is_created() {
 
 #[test]
 fn failing_upload_is_a_client_error() {
+    for codec in CODECS {
+        failing_upload(codec);
+    }
+}
+
+fn failing_upload(codec: Codec) {
     let env = Env::new();
-    let upload = gz(&Tar::new().file("a", &[3; 100_000]).finish());
+    let upload = codec.compress(&Tar::new().file("a", &[3; 100_000]).finish());
     let reader = FailingReader {
         ok: upload.len() / 2,
         data: upload.clone(),
@@ -224,7 +309,7 @@ fn failing_upload_is_a_client_error() {
 #[test]
 fn store_failure_is_a_server_error() {
     let env = Env::new();
-    let upload = gz(&Tar::new().file("a", b"x").finish());
+    let upload = Codec::Zstd.compress(&Tar::new().file("a", b"x").finish());
     let not_a_dir = env.tmp.path().join("outside/canary.txt");
     let err = ingest_bundle(
         upload.as_slice(),
@@ -242,6 +327,12 @@ fn store_failure_is_a_server_error() {
 /// whole upload instead of growing with depth × links.
 #[test]
 fn symlink_verification_work_is_bounded() {
+    for codec in CODECS {
+        symlink_verification_bounded(codec);
+    }
+}
+
+fn symlink_verification_bounded(codec: Codec) {
     let env = Env::new();
     let depth = 1000;
     let mut tar = Tar::new().file(&format!("{}f", "d/".repeat(depth)), b"x");
@@ -249,7 +340,7 @@ fn symlink_verification_work_is_bounded() {
     for i in 0..2000 {
         tar = tar.symlink(&format!("l{i}"), &target);
     }
-    let upload = gz(&tar.finish());
+    let upload = codec.compress(&tar.finish());
     // Identical links compress far beyond the default ratio; lift it to reach the check.
     let limits = BundleLimits {
         max_ratio: u64::MAX,

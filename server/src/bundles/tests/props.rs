@@ -22,7 +22,7 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use tar::EntryType;
 
 use super::super::bundle_dir;
-use super::support::{Env, Tar, gz, walk};
+use super::support::{CODECS, Codec, Env, Tar, walk};
 
 /// Cases per run: `PROPTEST_CASES` when set, else `default`.
 fn config(default: u32) -> Config {
@@ -189,11 +189,24 @@ fn oracle(tar_bytes: &[u8], scratch: &Path) -> Result<BTreeMap<PathBuf, Node>, T
     Ok(snapshot(&out))
 }
 
-/// `Ok(true)` when the archive was accepted (and matched the oracle).
+/// `Ok(true)` when the archive was accepted (and matched the oracle) through every codec;
+/// the codecs must agree.
 fn check(entries: &[Entry]) -> Result<bool, TestCaseError> {
     let tar_bytes = build(entries);
+    let mut outcomes = Vec::new();
+    for codec in CODECS {
+        outcomes.push(check_codec(&tar_bytes, codec)?);
+    }
+    prop_assert!(
+        outcomes.iter().all(|&o| o == outcomes[0]),
+        "codecs disagree: {outcomes:?}"
+    );
+    Ok(outcomes[0])
+}
+
+fn check_codec(tar_bytes: &[u8], codec: Codec) -> Result<bool, TestCaseError> {
     let env = Env::new();
-    let Ok(stats) = env.ingest(&gz(&tar_bytes)) else {
+    let Ok(stats) = env.ingest(&codec.compress(tar_bytes)) else {
         // Refused: nothing may be left behind (assert_untouched walks the whole temp dir).
         env.assert_untouched("refused archive");
         return Ok(false);
@@ -216,7 +229,7 @@ fn check(entries: &[Entry]) -> Result<bool, TestCaseError> {
     let canary = env.tmp.path().join("outside/canary.txt");
     prop_assert_eq!(fs::read(&canary).unwrap(), b"canary".to_vec());
     let scratch = tempfile::tempdir().unwrap();
-    let theirs = oracle(&tar_bytes, scratch.path())?;
+    let theirs = oracle(tar_bytes, scratch.path())?;
     let ours = snapshot(&root);
     prop_assert_eq!(ours, theirs, "accepted tree differs from GNU tar's");
     Ok(true)

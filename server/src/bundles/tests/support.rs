@@ -161,6 +161,61 @@ pub fn gz(data: &[u8]) -> Vec<u8> {
     enc.finish().unwrap()
 }
 
+/// The compressions every hostile-archive test runs through (the validator is one pipeline
+/// behind either decoder, and must refuse the same archives the same way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Codec {
+    Gzip,
+    Zstd,
+}
+
+pub const CODECS: [Codec; 2] = [Codec::Gzip, Codec::Zstd];
+
+impl Codec {
+    pub fn compress(self, data: &[u8]) -> Vec<u8> {
+        match self {
+            Self::Gzip => gz(data),
+            Self::Zstd => zst(data),
+        }
+    }
+
+    /// A streaming encoder over `reader`, for bombs that are never held whole.
+    pub fn encoder<'a, R: Read + 'a>(self, reader: R) -> Box<dyn Read + 'a> {
+        match self {
+            Self::Gzip => Box::new(flate2::read::GzEncoder::new(reader, Compression::fast())),
+            Self::Zstd => Box::new(zstd::stream::read::Encoder::new(reader, 1).unwrap()),
+        }
+    }
+
+    /// Index of a byte of the integrity check at the end of `len` compressed bytes (gzip's
+    /// CRC-32, zstd's frame checksum).
+    pub fn checksum_byte(self, len: usize) -> usize {
+        match self {
+            Self::Gzip => len - 8,
+            Self::Zstd => len - 2,
+        }
+    }
+
+    /// The test case's name with the codec, for assertion messages.
+    pub fn case(self, name: &str) -> String {
+        format!("{name} [{self:?}]")
+    }
+}
+
+/// zstd level 1 with a frame checksum, as the client writes it.
+pub fn zst(data: &[u8]) -> Vec<u8> {
+    let mut enc = zstd::stream::write::Encoder::new(Vec::new(), 1).unwrap();
+    enc.include_checksum(true).unwrap();
+    enc.write_all(data).unwrap();
+    enc.finish().unwrap()
+}
+
+/// `data` split in `parts` pieces, each its own zstd frame, concatenated.
+pub fn zst_frames(data: &[u8], parts: usize) -> Vec<u8> {
+    let chunk = data.len().div_ceil(parts).max(1);
+    data.chunks(chunk).flat_map(zst).collect()
+}
+
 /// `data` split in `parts` pieces, each its own gzip member, concatenated.
 pub fn gz_members(data: &[u8], parts: usize) -> Vec<u8> {
     let chunk = data.len().div_ceil(parts).max(1);

@@ -11,7 +11,7 @@ use ultraplan_protocol::api::BundleUploaded;
 
 use crate::auth::AuthUser;
 use crate::blobs::{self, BlobError, BlobStore};
-use crate::bundles::{self, BundleStats};
+use crate::bundles::{self, BundleEncoding, BundleStats};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::store::{BundleRow, now_ms};
@@ -31,7 +31,7 @@ fn check_sha(sha: &str) -> ApiResult<()> {
 ///
 /// Answered from the blob store, so a bundle any replica received counts.
 #[utoipa::path(head, path = "/v1/bundles/{sha256}", tag = "bundles",
-    params(("sha256" = String, Path, description = "sha256 of the .tar.gz")),
+    params(("sha256" = String, Path, description = "sha256 of the .tar.gz or .tar.zst")),
     responses((status = 200, description = "held"), (status = 404, description = "not held")),
     security(("bearer" = [])))]
 pub async fn head(
@@ -48,9 +48,10 @@ pub async fn head(
         .is_some();
     let held = owned
         && blob_store(&state)?
-            .exists(&blobs::bundle_key(&sha))
+            .find_bundle(&sha)
             .await
-            .map_err(blob_error)?;
+            .map_err(blob_error)?
+            .is_some();
     Ok(if held {
         StatusCode::OK
     } else {
@@ -58,13 +59,15 @@ pub async fn head(
     })
 }
 
-/// Upload a gzip'd tar. Hostile archives are refused with 4xx and leave nothing behind.
+/// Upload a gzip'd tar, or a zstd'd one (`application/zstd`, when eligibility lists `zstd` in
+/// `accepts_bundle_encodings`). Magic bytes that contradict the Content-Type are refused
+/// (`encoding_mismatch`). Hostile archives are refused with 4xx and leave nothing behind.
 ///
 /// The body must arrive within the server's deadline and at its minimum rate; each user may
 /// upload a few bundles at once. The answer comes once the archive is in the blob store.
 #[utoipa::path(put, path = "/v1/bundles/{sha256}", tag = "bundles",
-    params(("sha256" = String, Path, description = "sha256 of the .tar.gz")),
-    request_body(content = Vec<u8>, content_type = "application/gzip"),
+    params(("sha256" = String, Path, description = "sha256 of the .tar.gz or .tar.zst")),
+    request_body(content((Vec<u8> = "application/gzip"), (Vec<u8> = "application/zstd"))),
     responses((status = 200, body = BundleUploaded),
         (status = 400, body = ultraplan_protocol::api::ErrorBody),
         (status = 408, description = "the body arrived too slowly (`upload_too_slow`) or not \
@@ -85,7 +88,7 @@ pub async fn put(
     body: Body,
 ) -> ApiResult<Json<BundleUploaded>> {
     check_sha(&sha)?;
-    check_headers(&headers, state.core.config.bundle_limits.max_archive_bytes)?;
+    let encoding = check_headers(&headers, state.core.config.bundle_limits.max_archive_bytes)?;
     // The user's storage quota, checked before the body is read and again once it is
     // unpacked; retention leaves this bundle's files alone meanwhile.
     let declared = headers
@@ -96,7 +99,7 @@ pub async fn put(
     // Held until the bundle is stored or refused; taken before the body is read or a
     // blocking thread is used.
     let _slot = state.rate_limiters.uploads.acquire(&user.id).await?;
-    let stats = ingest(&state, &sha, body).await?;
+    let stats = ingest(&state, &sha, encoding, body).await?;
     let row = BundleRow {
         sha256: stats.sha256.clone(),
         files: i64::try_from(stats.files).unwrap_or(i64::MAX),
@@ -107,7 +110,7 @@ pub async fn put(
     quota.record(&state.core, &user.id, &row).await?;
     // Recorded first, so the archive is only ever sent for a bundle within its user's quota;
     // until it is in the blob store HEAD says 404 and the client uploads again.
-    store_archive(&state, &sha).await?;
+    store_archive(&state, &sha, stats.encoding).await?;
     tracing::info!(sha256 = %sha, files = stats.files, bytes = stats.archive_bytes, "bundle stored");
     Ok(Json(BundleUploaded {
         bundle_id: stats.sha256,
@@ -117,7 +120,8 @@ pub async fn put(
     }))
 }
 
-fn check_headers(headers: &HeaderMap, max: u64) -> ApiResult<()> {
+/// The encoding the Content-Type declares (`None` for octet-stream: the magic bytes decide).
+fn check_headers(headers: &HeaderMap, max: u64) -> ApiResult<Option<BundleEncoding>> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -131,37 +135,42 @@ fn check_headers(headers: &HeaderMap, max: u64) -> ApiResult<()> {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/gzip");
-    let essence = content_type.split(';').next().unwrap_or("").trim();
-    match essence {
-        "application/gzip" | "application/x-gzip" | "application/octet-stream" => Ok(()),
-        other => Err(ApiError::bad_request(
+    BundleEncoding::from_content_type(content_type).map_err(|other| {
+        ApiError::bad_request(
             "unsupported_media_type",
-            format!("bundles are application/gzip, not {other}"),
-        )),
-    }
+            format!("bundles are application/gzip or application/zstd, not {other}"),
+        )
+    })
 }
 
-async fn ingest(state: &AppState, sha: &str, body: Body) -> ApiResult<BundleStats> {
+async fn ingest(
+    state: &AppState,
+    sha: &str,
+    declared: Option<BundleEncoding>,
+    body: Body,
+) -> ApiResult<BundleStats> {
     let stream = body.into_data_stream().map_err(std::io::Error::other);
     let reader = SyncIoBridge::new(StreamReader::new(stream));
     let root = state.core.config.bundles_dir();
     let limits = state.core.config.bundle_limits.clone();
     let sha = sha.to_owned();
-    tokio::task::spawn_blocking(move || bundles::ingest_bundle(reader, &sha, &root, &limits))
-        .await
-        .map_err(|e| ApiError::Internal(format!("bundle task failed: {e}")))?
-        .map_err(ApiError::from)
+    tokio::task::spawn_blocking(move || {
+        bundles::ingest_bundle_as(reader, declared, &sha, &root, &limits)
+    })
+    .await
+    .map_err(|e| ApiError::Internal(format!("bundle task failed: {e}")))?
+    .map_err(ApiError::from)
 }
 
 /// Send the stored archive to the blob store, unless the store has it already (another
 /// user's or replica's upload of the same bytes).
-async fn store_archive(state: &AppState, sha: &str) -> ApiResult<()> {
+async fn store_archive(state: &AppState, sha: &str, encoding: BundleEncoding) -> ApiResult<()> {
     let blobs = blob_store(state)?;
-    let key = blobs::bundle_key(sha);
+    let key = blobs::bundle_key_as(sha, encoding);
     if blobs.exists(&key).await.map_err(blob_error)? {
         return Ok(());
     }
-    let archive = bundles::archive_path(&state.core.config.bundles_dir(), sha);
+    let archive = bundles::archive_path_as(&state.core.config.bundles_dir(), sha, encoding);
     let sent = blobs
         .put_file_streaming(&key, &archive)
         .await

@@ -95,6 +95,7 @@ pub async fn eligibility(
                     .to_owned(),
             }],
             flags: None,
+            accepts_bundle_encodings: bundle_encodings(),
         }));
     };
     let flags = crate::flags::for_user(&state.core, &user.id).await?;
@@ -129,7 +130,16 @@ pub async fn eligibility(
         eligible: reasons.is_empty(),
         reasons,
         flags: Some(flags.effective()),
+        accepts_bundle_encodings: bundle_encodings(),
     }))
+}
+
+/// What eligibility advertises for bundle uploads, preferred first.
+fn bundle_encodings() -> Vec<String> {
+    crate::bundles::BundleEncoding::ALL
+        .iter()
+        .map(|encoding| encoding.name().to_owned())
+        .collect()
 }
 
 /// The OpenAPI document, generated from the handlers and wire types.
