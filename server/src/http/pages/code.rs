@@ -82,13 +82,17 @@ pub fn view_of(
                     marked: marked.is_some_and(|(a, b)| (a..=b).contains(&(i + 1))),
                 })
                 .collect();
-            let note = truncated.then(|| {
-                format!(
+            let note = if *truncated {
+                Some(format!(
                     "This file is {} bytes; only its first {} bytes are shown.",
                     thousands(*size),
                     thousands(MAX_SHOWN_BYTES)
-                )
-            });
+                ))
+            } else if text.is_empty() {
+                Some("empty file".to_owned())
+            } else {
+                None
+            };
             (lines, note)
         }
     }
@@ -168,5 +172,14 @@ mod tests {
         let marked: Vec<_> = lines.iter().map(|l| (l.n, l.marked)).collect();
         assert_eq!(marked, [(1, false), (2, true), (3, true)]);
         assert!(note.is_some_and(|n| n.contains("5,000,000") && n.contains("first")));
+        let empty = FileContent::Text {
+            text: String::new(),
+            truncated: false,
+            size: 0,
+        };
+        assert_eq!(
+            view_of("e.rs", &empty, None).1.as_deref(),
+            Some("empty file")
+        );
     }
 }

@@ -115,6 +115,18 @@ mod tests {
     }
 
     #[test]
+    fn crlf_line_ends_are_dropped() {
+        let lines = lines("a.py", "x = 1\r\ny = '\r'\r\n");
+        assert_eq!(lines.len(), 2);
+        assert!(
+            lines
+                .iter()
+                .all(|l| !l.ends_with('\r') && !l.contains('\n')),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
     fn unknown_files_are_plain_escaped_text() {
         let lines = lines("notes.unknownext", "<script>alert(1)</script>\nsecond");
         assert_eq!(lines.len(), 2);
