@@ -3,12 +3,13 @@
 
 use serde_json::Value;
 
-/// Lines the agent saw of one file: `None` for the whole file.
+/// Lines the agent saw of one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Seen {
     /// The path as the agent named it (often absolute inside the sandbox).
     pub path: String,
-    pub lines: Option<(u32, u32)>,
+    /// First and last line (1-based, inclusive).
+    pub lines: (u32, u32),
 }
 
 /// Everything the agent read.
@@ -16,6 +17,9 @@ pub struct Seen {
 pub struct Reads {
     seen: Vec<Seen>,
 }
+
+/// Lines a `Read` without `limit` returns (the agent's Read tool reads up to this many).
+const READ_DEFAULT_LINES: u32 = 2000;
 
 /// Most reads kept (a runaway log cannot grow the page's memory without bound).
 const MAX_READS: usize = 20_000;
@@ -42,24 +46,19 @@ impl Reads {
         }
     }
 
-    /// A `Read` call's input: `file_path`, and `offset` (first line, 1-based) and `limit`.
+    /// A `Read` call's input: `file_path`, and `offset` (first line, 1-based) and `limit`
+    /// (lines; the tool's default when absent).
     pub fn read_call(&mut self, input: &Value) {
         let Some(path) = input.get("file_path").and_then(Value::as_str) else {
             return;
         };
-        let offset = as_line(input.get("offset"));
-        let limit = as_line(input.get("limit"));
-        let lines = match (offset, limit) {
-            (None, None) => None,
-            (first, limit) => {
-                let first = first.unwrap_or(1).max(1);
-                let last = limit.map_or(u32::MAX, |n| first.saturating_add(n.max(1) - 1));
-                Some((first, last))
-            }
-        };
+        let first = as_line(input.get("offset")).unwrap_or(1).max(1);
+        let limit = as_line(input.get("limit"))
+            .unwrap_or(READ_DEFAULT_LINES)
+            .max(1);
         self.push(Seen {
             path: path.to_owned(),
-            lines,
+            lines: (first, first.saturating_add(limit - 1)),
         });
     }
 
@@ -74,7 +73,7 @@ impl Reads {
             if let Ok(n) = n.parse::<u32>() {
                 self.push(Seen {
                     path: path.to_owned(),
-                    lines: Some((n, n)),
+                    lines: (n, n),
                 });
             }
         }
@@ -82,9 +81,9 @@ impl Reads {
 
     /// Whether the agent saw any of lines `first..=last` of bundle file `path`.
     pub fn covers(&self, path: &str, first: u32, last: u32) -> bool {
-        self.seen.iter().any(|s| {
-            same_file(&s.path, path) && s.lines.is_none_or(|(from, to)| from <= last && first <= to)
-        })
+        self.seen
+            .iter()
+            .any(|s| same_file(&s.path, path) && s.lines.0 <= last && first <= s.lines.1)
     }
 }
 
@@ -102,9 +101,11 @@ mod tests {
         reads.read_call(&json!({"file_path": "lib/util.rs", "offset": "40"}));
         reads.read_call(&json!({"file_path": "/w/head.rs", "limit": 3}));
         reads.read_call(&json!({"path": "/w/ignored.rs"}));
-        let cases: [(&str, u32, u32, bool); 14] = [
+        let cases: [(&str, u32, u32, bool); 17] = [
             ("src/auth.rs", 12, 12, true),
             ("src/auth.rs", 1, 900, true),
+            ("src/auth.rs", 2000, 2000, true),
+            ("src/auth.rs", 2001, 3000, false),
             ("auth.rs", 1, 1, true),
             ("rc/auth.rs", 1, 1, false),
             ("src/db.rs", 10, 10, true),
@@ -113,7 +114,8 @@ mod tests {
             ("src/db.rs", 1, 9, false),
             ("src/db.rs", 5, 12, true),
             ("lib/util.rs", 39, 39, false),
-            ("lib/util.rs", 400_000, 400_000, true),
+            ("lib/util.rs", 2039, 2039, true),
+            ("lib/util.rs", 2040, 2040, false),
             ("head.rs", 3, 3, true),
             ("head.rs", 4, 4, false),
             ("w/ignored.rs", 1, 1, false),
