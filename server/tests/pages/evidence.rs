@@ -210,5 +210,6 @@ async fn clicking_a_citation_lands_on_the_highlighted_line() {
         )
         .await;
     assert_eq!(target, json!(true), "line 12 is in view and highlighted");
+    browser.screenshot("code-view", 1280).await;
     browser.close().await;
 }
