@@ -203,17 +203,15 @@ pub enum Command {
     },
     /// Bundle a repository as teleport would, and print its manifest and SHA-256.
     Bundle {
-        /// Where to write the .tar.gz (default: the cache, named by its SHA-256).
+        /// Where to write the .tar.gz or .tar.zst (default: the cache, named by its SHA-256).
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
-        /// gzip level, 1 (fastest) to 6.
-        #[arg(
-            long,
-            value_name = "N",
-            default_value_t = ultraplan::bundle::DEFAULT_LEVEL,
-            value_parser = clap::value_parser!(u32).range(1..=6)
-        )]
-        level: u32,
+        /// Compression level: gzip 1 (fastest) to 6, zstd 1 to 19 [default: 1].
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=19))]
+        level: Option<u32>,
+        /// Compression: gzip (every server) or zstd (servers that advertise it).
+        #[arg(long, value_name = "NAME", default_value = "gzip")]
+        encoding: ultraplan::bundle::Codec,
         /// The repository (any directory inside it) or plain directory to bundle.
         #[arg(value_name = "PATH", default_value = ".")]
         path: PathBuf,

@@ -107,13 +107,14 @@ pub enum UploadError {
 /// Called with the bytes sent so far.
 pub type Progress = Arc<dyn Fn(u64) + Send + Sync>;
 
-/// Uploads the bundle at `path` unless the server already has `sha256`.
+/// Uploads `bundle`, written at `path`, unless the server already has it.
 pub async fn upload(
     client: &Client,
     path: &Path,
-    sha256: &str,
+    bundle: &Bundle,
     progress: Progress,
 ) -> Result<Upload, UploadError> {
+    let sha256 = &bundle.sha256;
     if client.has_bundle(sha256).await? {
         return Ok(Upload::Unchanged);
     }
@@ -132,7 +133,9 @@ pub async fn upload(
     });
     let body = reqwest::Body::wrap_stream(stream);
     Ok(Upload::Uploaded(
-        client.upload_bundle(sha256, length, body).await?,
+        client
+            .upload_bundle(sha256, bundle.encoding.content_type(), length, body)
+            .await?,
     ))
 }
 
@@ -145,6 +148,7 @@ mod tests {
         Bundle {
             root: "/work/repo".into(),
             sha256: "ab".repeat(32),
+            encoding: crate::bundle::Codec::Gzip,
             manifest: Manifest {
                 base_commit: Some("c0ffee".into()),
                 branch: Some("main".into()),

@@ -53,8 +53,14 @@ fn runtime() -> anyhow::Result<Runtime> {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Some(Command::Keyword { text }) => print_keyword(&text),
-        Some(Command::Bundle { out, level, path }) => {
-            let report = bundle_cmd::run(&path, out.as_deref(), level)?;
+        Some(Command::Bundle {
+            out,
+            level,
+            encoding,
+            path,
+        }) => {
+            bundle_cmd::check_level(encoding, level);
+            let report = bundle_cmd::run(&path, out.as_deref(), encoding, level)?;
             print_line(&report)?;
             Ok(ExitCode::SUCCESS)
         }

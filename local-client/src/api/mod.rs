@@ -162,16 +162,18 @@ impl Client {
         }
     }
 
-    /// `PUT /v1/bundles/{sha256}` with a streamed `application/gzip` body.
+    /// `PUT /v1/bundles/{sha256}` with a streamed body of `content_type` (`application/gzip`
+    /// or, when the server advertises zstd, `application/zstd`).
     pub async fn upload_bundle(
         &self,
         sha256: &str,
+        content_type: &str,
         length: u64,
         body: reqwest::Body,
     ) -> Result<BundleUploaded, ApiError> {
         let builder = self
             .request(reqwest::Method::PUT, &format!("/v1/bundles/{sha256}"))
-            .header(reqwest::header::CONTENT_TYPE, "application/gzip")
+            .header(reqwest::header::CONTENT_TYPE, content_type)
             .header(reqwest::header::CONTENT_LENGTH, length)
             .body(body);
         self.json(builder).await

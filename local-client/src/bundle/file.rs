@@ -28,7 +28,7 @@ pub fn write_file(path: &Path, out: &Path, options: &Options) -> Result<Bundle, 
     result
 }
 
-/// Bundles `path` into `dir/<sha256>.tar.gz` and returns the bundle and its path.
+/// Bundles `path` into `dir/<sha256>.tar.gz` (`.tar.zst` for zstd) and returns the bundle and its path.
 pub fn write_to_dir(
     path: &Path,
     dir: &Path,
@@ -43,7 +43,7 @@ pub fn write_to_dir(
     std::fs::create_dir_all(dir).map_err(io_err)?;
     let partial = dir.join(format!(".partial-{}", std::process::id()));
     let bundle = write_file(path, &partial, options)?;
-    let out = dir.join(format!("{}.tar.gz", bundle.sha256));
+    let out = dir.join(format!("{}.{}", bundle.sha256, bundle.encoding.extension()));
     if let Err(source) = std::fs::rename(&partial, &out) {
         let _ = std::fs::remove_file(&partial);
         return Err(io_err(source));

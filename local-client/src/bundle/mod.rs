@@ -1,14 +1,16 @@
 //! The repository bundler: what teleport uploads.
 //!
-//! A bundle is a deterministic `.tar.gz` of the work tree as it is now: tracked files with
+//! A bundle is a deterministic `.tar.gz` (or `.tar.zst`, when the server accepts zstd) of the
+//! work tree as it is now: tracked files with
 //! their uncommitted edits and untracked files that are not ignored, `.git` excluded, hidden
 //! files included, secrets left out, links stored as links (never followed, and never one that
 //! leaves the repository). The tar stream is cut into fixed 1 MiB chunks compressed in parallel
-//! as independent gzip members, so the same tree gives the same bytes and the same SHA-256 on
+//! as independent gzip members (zstd frames), so the same tree gives the same bytes and the same SHA-256 on
 //! every machine, and the server can skip an upload it already holds.
 //!
 //! Inside a git work tree the bundle root is the top level, whatever subdirectory was given.
 
+mod codec;
 mod compress;
 mod error;
 mod file;
@@ -23,12 +25,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+pub use codec::Codec;
 pub use error::BundleError;
 pub use file::{write_file, write_to_dir};
 pub use secrets::is_secret;
 pub use walk::{SkipReason, Skipped};
 
-/// Compression levels accepted (gzip's fast end: bundling speed matters more than size).
+/// gzip compression levels accepted (the fast end: bundling speed matters more than size).
 pub const LEVELS: std::ops::RangeInclusive<u32> = 1..=6;
 
 /// The default compression level.
@@ -37,7 +40,9 @@ pub const DEFAULT_LEVEL: u32 = 1;
 /// How to bundle.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// gzip level, within [`LEVELS`].
+    /// The compression.
+    pub codec: Codec,
+    /// Level, within the codec's [`Codec::levels`].
     pub level: u32,
     /// Compression threads; `None` uses every core.
     pub threads: Option<usize>,
@@ -48,6 +53,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Self {
+            codec: Codec::Gzip,
             level: DEFAULT_LEVEL,
             threads: None,
             exclude: Vec::new(),
@@ -67,7 +73,7 @@ pub struct Manifest {
     pub untracked_files: Vec<String>,
     /// Files and links in the bundle.
     pub files: u64,
-    /// Size of the `.tar.gz`.
+    /// Size of the archive.
     pub bytes: u64,
 }
 
@@ -76,8 +82,10 @@ pub struct Manifest {
 pub struct Bundle {
     /// The directory that was bundled.
     pub root: PathBuf,
-    /// SHA-256 of the `.tar.gz`, lower-case hex.
+    /// SHA-256 of the archive, lower-case hex.
     pub sha256: String,
+    /// How the archive is compressed.
+    pub encoding: Codec,
     pub manifest: Manifest,
     /// Paths left out, and why.
     pub skipped: Vec<Skipped>,
@@ -91,7 +99,7 @@ pub fn repo_root(path: &Path) -> PathBuf {
 
 /// Bundles the tree at `path` into `out`.
 pub fn create<W: Write>(path: &Path, options: &Options, out: W) -> Result<Bundle, BundleError> {
-    if !LEVELS.contains(&options.level) {
+    if !options.codec.levels().contains(&options.level) {
         return Err(BundleError::Level(options.level));
     }
     let path = path.canonicalize().map_err(|source| BundleError::Read {
@@ -110,10 +118,15 @@ pub fn create<W: Write>(path: &Path, options: &Options, out: W) -> Result<Bundle
         entries: &selection.entries,
         plan: &plan,
     };
-    let written = compress::compress(&source, options.level, threads(options), out)?;
+    let setting = compress::Setting {
+        codec: options.codec,
+        level: options.level,
+    };
+    let written = compress::compress(&source, setting, threads(options), out)?;
     tracing::info!(
         files = selection.entries.len(),
         bytes = written.bytes,
+        encoding = options.codec.extension(),
         "bundled {}",
         root.display()
     );
@@ -121,6 +134,7 @@ pub fn create<W: Write>(path: &Path, options: &Options, out: W) -> Result<Bundle
     Ok(Bundle {
         root,
         sha256: written.sha256,
+        encoding: options.codec,
         manifest,
         skipped: selection.skipped,
     })

@@ -66,13 +66,14 @@ async fn try_launch(env: &Env, input: &HookInput) -> anyhow::Result<(String, Str
         anyhow::bail!("say what to plan after the word ultraplan");
     };
     let (client, settings) = env.client()?;
-    launch::check_eligible(&client, &settings).await?;
+    let eligibility = launch::check_eligible(&client, &settings).await?;
     let request = Request {
         prompt,
         draft_plan: None,
         repo: input.cwd.clone(),
         watch: !super::no_watch(),
         quiet: true,
+        codec: ultraplan::bundle::Codec::negotiate(&eligibility.accepts_bundle_encodings),
     };
     let launched = launch::run(env, &client, &settings, &request).await?;
     Ok((launched.session.title, launched.session.url))

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use ultraplan::api::Client;
-use ultraplan::bundle::{self, Bundle, Options};
+use ultraplan::bundle::{self, Bundle, Codec, Options};
 use ultraplan::config::Settings;
 use ultraplan::keyword;
 use ultraplan::launch::{self, DEFAULT_REFINE_PROMPT, Upload};
@@ -32,6 +32,8 @@ pub struct Request {
     pub watch: bool,
     /// No progress or notes on stderr.
     pub quiet: bool,
+    /// The bundle's compression, as negotiated with the server ([`Codec::negotiate`]).
+    pub codec: Codec,
 }
 
 /// A created session.
@@ -69,7 +71,7 @@ pub async fn command(env: &Env, args: &LaunchArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let (client, settings) = env.client()?;
-    check_eligible(&client, &settings).await?;
+    let eligibility = check_eligible(&client, &settings).await?;
     if !args.yes {
         if !ui::interactive() {
             bail!(
@@ -89,6 +91,7 @@ pub async fn command(env: &Env, args: &LaunchArgs) -> anyhow::Result<ExitCode> {
         repo: args.repo.clone(),
         watch: !args.no_watch && !super::no_watch(),
         quiet: args.json,
+        codec: Codec::negotiate(&eligibility.accepts_bundle_encodings),
     };
     let launched = run(env, &client, &settings, &request).await?;
     if args.json {
@@ -148,7 +151,7 @@ pub async fn run(
     settings: &Settings,
     request: &Request,
 ) -> anyhow::Result<Launched> {
-    let (bundle, file) = make_bundle(&request.repo, request.quiet).await?;
+    let (bundle, file) = make_bundle(&request.repo, request.codec, request.quiet).await?;
     let uploaded = upload(client, &bundle, &file, request.quiet).await;
     let _ = std::fs::remove_file(&file);
     uploaded?;
@@ -176,12 +179,17 @@ pub async fn run(
     Ok(Launched { session, state })
 }
 
-async fn make_bundle(repo: &Path, quiet: bool) -> anyhow::Result<(Bundle, PathBuf)> {
+async fn make_bundle(repo: &Path, codec: Codec, quiet: bool) -> anyhow::Result<(Bundle, PathBuf)> {
     let dir = ultraplan::paths::cache_dir()?.join("bundles");
     let spinner = ui::spinner(&format!("Bundling {}", repo.display()), quiet);
     let repo_owned = repo.to_owned();
     let made = tokio::task::spawn_blocking(move || {
-        bundle::write_to_dir(&repo_owned, &dir, &Options::default())
+        let options = Options {
+            codec,
+            level: codec.default_level(),
+            ..Options::default()
+        };
+        bundle::write_to_dir(&repo_owned, &dir, &options)
     })
     .await
     .context("the bundler stopped unexpectedly")?
@@ -206,7 +214,7 @@ async fn upload(client: &Client, bundle: &Bundle, file: &Path, quiet: bool) -> a
     let bar = ui::bytes_bar(bundle.manifest.bytes, "Uploading", quiet);
     let progress_bar = bar.clone();
     let progress: launch::Progress = Arc::new(move |sent| progress_bar.set_position(sent));
-    let result = launch::upload(client, file, &bundle.sha256, progress).await;
+    let result = launch::upload(client, file, bundle, progress).await;
     bar.finish_and_clear();
     match result.context("uploading the bundle")? {
         Upload::Unchanged => ui::note(quiet, "bundle unchanged, not uploaded"),

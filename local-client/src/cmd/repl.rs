@@ -224,13 +224,14 @@ impl Repl {
 
 async fn launch_in_background(env: &Env, prompt: String) -> anyhow::Result<(String, String)> {
     let (client, settings) = env.client()?;
-    launch::check_eligible(&client, &settings).await?;
+    let eligibility = launch::check_eligible(&client, &settings).await?;
     let request = Request {
         prompt,
         draft_plan: None,
         repo: ".".into(),
         watch: !super::no_watch(),
         quiet: true,
+        codec: ultraplan::bundle::Codec::negotiate(&eligibility.accepts_bundle_encodings),
     };
     let launched = launch::run(env, &client, &settings, &request).await?;
     Ok((launched.session.id, launched.session.url))

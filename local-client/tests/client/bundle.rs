@@ -8,7 +8,7 @@ use std::process::Command;
 
 use flate2::read::MultiGzDecoder;
 use tempfile::TempDir;
-use ultraplan::bundle::{self, Bundle, Options, SkipReason};
+use ultraplan::bundle::{self, Bundle, Codec, Options, SkipReason};
 
 /// What an archive entry holds: file bytes and mode, or a link target.
 #[derive(Debug, PartialEq, Eq)]
@@ -359,4 +359,40 @@ fn system_tar_extracts_a_multi_member_bundle() {
         );
     }
     assert_eq!(items(&gz).len(), 302);
+}
+
+/// zstd holds the very tar stream gzip does, is as deterministic across thread counts, and
+/// has its own id (the sha256 of other bytes).
+#[test]
+fn zstd_bundles_hold_the_same_tar_deterministically() {
+    let root = repo();
+    write(root.path(), "a.txt", "alpha");
+    write(root.path(), "dir/b.txt", &"beta\n".repeat(400_000));
+    commit_all(root.path());
+    let zstd = |threads| Options {
+        codec: Codec::Zstd,
+        level: Codec::Zstd.default_level(),
+        threads: Some(threads),
+        ..Options::default()
+    };
+    let (gz_bundle, gz) = bundle_of(root.path(), &Options::default());
+    let (one, zst) = bundle_of(root.path(), &zstd(1));
+    let (many, _) = bundle_of(root.path(), &zstd(8));
+    assert_eq!(one.sha256, many.sha256, "deterministic");
+    assert_ne!(one.sha256, gz_bundle.sha256);
+    assert_eq!(one.encoding, Codec::Zstd);
+    assert_eq!(one.manifest.bytes, zst.len() as u64);
+    assert!(zst.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]));
+    let mut gz_tar = Vec::new();
+    MultiGzDecoder::new(gz.as_slice())
+        .read_to_end(&mut gz_tar)
+        .unwrap();
+    let zst_tar = zstd::decode_all(zst.as_slice()).unwrap();
+    assert!(zst_tar == gz_tar, "the same tar inside");
+    let bad = Options {
+        codec: Codec::Zstd,
+        level: 20,
+        ..Options::default()
+    };
+    assert!(bundle::create(root.path(), &bad, Vec::new()).is_err());
 }

@@ -207,3 +207,44 @@ fn wait_for_outcome(home: &Home) -> serde_json::Value {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// zstd when the server advertises it, gzip when it does not (a server that predates the
+/// field) or lists only gzip; the Content-Type always says what the bytes are.
+#[test]
+fn launch_compresses_with_what_the_server_accepts() {
+    const ZSTD: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+    const GZIP: [u8; 2] = [0x1f, 0x8b];
+    type Case<'a> = (Option<&'a [&'a str]>, &'a str, &'a [u8]);
+    let cases: [Case; 4] = [
+        (None, "application/gzip", &GZIP),
+        (Some(&["gzip"]), "application/gzip", &GZIP),
+        (Some(&["zstd", "gzip"]), "application/zstd", &ZSTD),
+        (Some(&["gzip", "zstd"]), "application/zstd", &ZSTD),
+    ];
+    for (advertised, content_type, magic) in cases {
+        let home = Home::new();
+        let repo = git_repo(home.path());
+        let config = Config {
+            bundle_encodings: advertised.map(|a| a.iter().map(|s| (*s).to_owned()).collect()),
+            ..Config::default()
+        };
+        let server = Server::start(config, vec![]);
+        home.cmd(&repo)
+            .args(["--server", &server.url, "--token", "t"])
+            .args(["launch", "--yes", "--no-watch", "fix the login bug"])
+            .assert()
+            .success();
+        let recorded = server.recorded();
+        let [(sent_type, sent_magic)] = recorded.put_bodies.as_slice() else {
+            panic!(
+                "{advertised:?}: one PUT expected, got {:?}",
+                recorded.put_bodies
+            );
+        };
+        assert_eq!(sent_type, content_type, "{advertised:?}");
+        assert!(
+            sent_magic.starts_with(magic),
+            "{advertised:?}: {sent_magic:?}"
+        );
+    }
+}

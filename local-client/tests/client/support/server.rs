@@ -60,6 +60,9 @@ pub struct Config {
     pub patch_claimed_length: Option<u64>,
     /// `GET /v1/sessions/{id}` answers this error message (403) instead.
     pub session_error: Option<String>,
+    /// `accepts_bundle_encodings` in the eligibility answer; `None` leaves the field out, as
+    /// servers that predate it do.
+    pub bundle_encodings: Option<Vec<String>>,
 }
 
 impl Default for Config {
@@ -81,6 +84,7 @@ impl Default for Config {
             patch_streamed: false,
             patch_claimed_length: None,
             session_error: None,
+            bundle_encodings: None,
         }
     }
 }
@@ -93,6 +97,8 @@ pub struct Recorded {
     pub archives: u32,
     pub heads: u32,
     pub puts: u32,
+    /// `(Content-Type, first 4 bytes of the body)` of every bundle PUT.
+    pub put_bodies: Vec<(String, Vec<u8>)>,
     pub events_polls: u32,
     /// `POST /v1/sessions` bodies.
     pub created: Vec<Value>,
@@ -264,13 +270,16 @@ async fn eligibility(State(shared): State<Shared>, headers: HeaderMap) -> Respon
             json!({"code": "not_logged_in", "message": "No valid API token was presented."});
         return axum::Json(json!({"eligible": false, "reasons": [reason]})).into_response();
     }
-    axum::Json(json!({
+    let mut answer = json!({
         "eligible": inner.config.eligible,
         "reasons": inner.config.reasons,
         "flags": {"prompt_variant": "simple_plan", "timeout_seconds": inner.config.timeout_seconds,
                   "model": "offline"},
-    }))
-    .into_response()
+    });
+    if let Some(encodings) = &inner.config.bundle_encodings {
+        answer["accepts_bundle_encodings"] = json!(encodings);
+    }
+    axum::Json(answer).into_response()
 }
 
 async fn not_found() -> Response {
@@ -290,10 +299,18 @@ async fn head_bundle(State(shared): State<Shared>, Path(sha): Path<String>) -> S
 async fn put_bundle(
     State(shared): State<Shared>,
     Path(sha): Path<String>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let mut inner = shared.lock().unwrap();
     inner.recorded.puts += 1;
+    let content_type = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let magic = body.iter().take(4).copied().collect();
+    inner.recorded.put_bodies.push((content_type, magic));
     if hex::encode(sha2::Sha256::digest(&body)) != sha {
         return error(
             400,
