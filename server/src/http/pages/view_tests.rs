@@ -39,7 +39,7 @@ pub(crate) fn row(status: SessionStatus) -> SessionRow {
         agent_state: AgentState::Running,
         activity: ultraplan_protocol::activity::Activity::default(),
         execution: None,
-        runner: None,
+        runner: Some("runner-1".into()),
         requeued_at: None,
     }
 }
