@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod blobs;
+mod bundle_encoding;
 mod cli_script;
 mod common;
 mod execution;
