@@ -325,7 +325,7 @@ pub fn placement(row: &SessionRow) -> Option<Placement> {
         return Some(Placement {
             class: "runner",
             label: format!("on {runner}"),
-            title: format!("The agent runs on runner {runner}.{requeued}"),
+            title: format!("The agent runs on {runner}.{requeued}"),
         });
     }
     match row.agent_state {
