@@ -42,7 +42,10 @@ async fn fleet(runners: usize) -> Fleet {
     };
     let mut front_env = base("front".to_owned());
     front_env.push(("ULTRAPLAN_LOCAL_RUNNER".to_owned(), "off".to_owned()));
-    let refs: Vec<(&str, &str)> = front_env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let refs: Vec<(&str, &str)> = front_env
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
     let front = ServerProcess::start(&refs).await.expect("front");
     let mut started = Vec::new();
     for n in 0..runners {
@@ -83,7 +86,10 @@ fn claim_waits(runners: &[ServerProcess]) -> Vec<u64> {
                 .filter(|l| l.contains("claimed a session"))
                 .filter_map(|l| {
                     let (_, rest) = l.split_once("waited_ms=")?;
-                    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+                    rest.split(|c: char| !c.is_ascii_digit())
+                        .next()?
+                        .parse()
+                        .ok()
                 })
                 .collect::<Vec<_>>()
         })
@@ -93,7 +99,11 @@ fn claim_waits(runners: &[ServerProcess]) -> Vec<u64> {
 }
 
 fn quantile(sorted: &[u64], q: f64) -> u64 {
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
     let at = ((sorted.len() - 1) as f64 * q).round() as usize;
     sorted[at]
 }
@@ -106,7 +116,10 @@ async fn run(runners: usize, burst: usize) {
         // Archived, its slot is free again: the next claim measures the claim alone.
         let (code, _) = fleet
             .front
-            .post(&format!("/v1/sessions/{id}/archive"), &serde_json::json!({}))
+            .post(
+                &format!("/v1/sessions/{id}/archive"),
+                &serde_json::json!({}),
+            )
             .await
             .expect("archive");
         assert_eq!(code, 200);
@@ -118,7 +131,9 @@ async fn run(runners: usize, burst: usize) {
         .map(|i| {
             let front = fleet.front.clone();
             let bundle = bundle.clone();
-            tokio::spawn(async move { to_plan(&front, &bundle, &format!("burst {i}")).await; })
+            tokio::spawn(async move {
+                to_plan(&front, &bundle, &format!("burst {i}")).await;
+            })
         })
         .collect();
     for task in tasks {
