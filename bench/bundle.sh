@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Bundling speed against the bar of docs/ARCHITECTURE.md §8: `ultraplan bundle` must take at most
 # 0.5x the wall time of `git archive --format=tar HEAD | gzip -1` on the same repository.
+# Beside it, the zstd bundle (`ultraplan bundle --encoding zstd`, what a client sends to a server
+# that accepts zstd) against `tar | zstd -1 -T0` over the same tracked files: its time and size,
+# and both ratios (informational; only the gzip bar sets the exit status).
 #
 # Before timing anything it checks that both archives hold the same files: every difference must
 # be one the bundler explains (a secret or an escaping link it reported as skipped, an untracked
@@ -10,14 +13,16 @@
 # Usage: bench/bundle.sh [REPO]
 #   REPO  a git repository with at least one commit. Default: a git copy of the cargo registry
 #         sources (~/.cargo/registry/src), made once under $BENCH_DIR (default /tmp/ultraplan-bench).
-# Env:    RUNS (default 10), LEVEL (ultraplan's gzip level, default 1).
-# Uses hyperfine when installed (apt-get install -y hyperfine), else a `date +%s%N` loop.
-# Prints the file-set check, the two mean wall times, the output sizes and the ratio
-# ultraplan / git archive.
+# Env:    RUNS (default 5), LEVEL (ultraplan's gzip level, default 1), ZSTD_LEVEL (ultraplan's
+#         zstd level, default 3 as the client uses).
+# Uses hyperfine when installed (apt-get install -y hyperfine), else a `date +%s%N` loop; needs
+# the zstd command (apt-get install -y zstd).
+# Prints the file-set check, the median wall times, the output sizes and the ratios.
 set -euo pipefail
 
-runs=${RUNS:-10}
+runs=${RUNS:-5}
 level=${LEVEL:-1}
+zstd_level=${ZSTD_LEVEL:-3}
 workspace=$(cd "$(dirname "$0")/.." && pwd)
 
 echo "building ultraplan (release)..." >&2
@@ -51,6 +56,8 @@ trap 'rm -rf "$out"' EXIT
 
 git_cmd="git -C '$repo' archive --format=tar HEAD | gzip -1 > '$out/git.tar.gz'"
 ours_cmd="'$bin' bundle --level $level --out '$out/ultraplan.tar.gz' '$repo' > /dev/null"
+zstd_cmd="'$bin' bundle --encoding zstd --level $zstd_level --out '$out/ultraplan.tar.zst' '$repo' > /dev/null"
+tar_zstd_cmd="git -C '$repo' ls-files -z | tar -C '$repo' --null -T - -cf - | zstd -q -1 -T0 > '$out/tar.tar.zst'"
 
 # Same files on both sides, or a reason for each difference.
 bash -c "$git_cmd"
@@ -88,46 +95,58 @@ PY
 files=$(git -C "$repo" ls-files | wc -l)
 echo "repository: $repo ($files tracked files, $(du -sh --exclude=.git "$repo" | cut -f1)), $(nproc) cores" >&2
 
-mean_with_hyperfine() {
+# The zstd bundle holds the very tar stream the gzip one does.
+cmp <(gzip -dc "$out/ultraplan.tar.gz") <(bash -c "$zstd_cmd" && zstd -dcq "$out/ultraplan.tar.zst") ||
+  { echo "the zstd bundle's tar differs from the gzip bundle's" >&2; exit 1; }
+
+median_with_hyperfine() {
   hyperfine --style basic --warmup 1 --runs "$runs" --export-json "$out/h.json" \
-    -n "git archive | gzip -1" "$git_cmd" -n "ultraplan bundle" "$ours_cmd" >&2
+    -n "git archive | gzip -1" "$git_cmd" -n "ultraplan bundle" "$ours_cmd" \
+    -n "ultraplan bundle --encoding zstd" "$zstd_cmd" -n "tar | zstd -1 -T0" "$tar_zstd_cmd" >&2
   python3 - "$out/h.json" <<'PY'
 import json, sys
 results = json.load(open(sys.argv[1]))["results"]
-print(" ".join(f"{r['mean']:.4f}" for r in results))
+print(" ".join(f"{r['median']:.4f}" for r in results))
 PY
 }
 
-mean_with_loop() {
-  local cmd total start end means=()
-  for cmd in "$git_cmd" "$ours_cmd"; do
+median_with_loop() {
+  local cmd start end times medians=()
+  for cmd in "$git_cmd" "$ours_cmd" "$zstd_cmd" "$tar_zstd_cmd"; do
     bash -c "$cmd" # warm-up
-    total=0
+    times=()
     for _ in $(seq "$runs"); do
       start=$(date +%s%N)
       bash -c "$cmd"
       end=$(date +%s%N)
-      total=$((total + end - start))
+      times+=($((end - start)))
     done
-    means+=("$(python3 -c "print(f'{$total / $runs / 1e9:.4f}')")")
+    medians+=("$(python3 -c "import statistics, sys; print(f'{statistics.median(map(int, sys.argv[1:])) / 1e9:.4f}')" "${times[@]}")")
   done
-  echo "${means[*]}"
+  echo "${medians[*]}"
 }
 
 if command -v hyperfine >/dev/null; then
-  read -r git_s ours_s < <(mean_with_hyperfine)
+  read -r git_s ours_s zstd_s tar_zstd_s < <(median_with_hyperfine)
 else
-  read -r git_s ours_s < <(mean_with_loop)
+  read -r git_s ours_s zstd_s tar_zstd_s < <(median_with_loop)
 fi
 
-git_bytes=$(stat -c %s "$out/git.tar.gz")
-ours_bytes=$(stat -c %s "$out/ultraplan.tar.gz")
-python3 - "$git_s" "$ours_s" "$git_bytes" "$ours_bytes" <<'PY'
+sizes=()
+for f in git.tar.gz ultraplan.tar.gz ultraplan.tar.zst tar.tar.zst; do sizes+=("$(stat -c %s "$out/$f")"); done
+python3 - "$git_s" "$ours_s" "$zstd_s" "$tar_zstd_s" "${sizes[@]}" "$runs" <<'PY'
 import sys
-git_s, ours_s, git_b, ours_b = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+git_s, ours_s, zstd_s, tz_s = map(float, sys.argv[1:5])
+git_b, ours_b, zstd_b, tz_b = map(int, sys.argv[5:9])
+runs = sys.argv[9]
 ratio = ours_s / git_s
-print(f"git archive | gzip -1 : {git_s:.3f} s, {git_b / 1e6:.1f} MB")
-print(f"ultraplan bundle      : {ours_s:.3f} s, {ours_b / 1e6:.1f} MB")
-print(f"ratio (ultraplan / git): {ratio:.2f}  (bar: <= 0.50) -> {'PASS' if ratio <= 0.5 else 'FAIL'}")
+print(f"medians of {runs} runs")
+print(f"git archive | gzip -1          : {git_s:.3f} s, {git_b / 1e6:.1f} MB")
+print(f"ultraplan bundle (gzip)        : {ours_s:.3f} s, {ours_b / 1e6:.1f} MB")
+print(f"tar | zstd -1 -T0              : {tz_s:.3f} s, {tz_b / 1e6:.1f} MB")
+print(f"ultraplan bundle (zstd)        : {zstd_s:.3f} s, {zstd_b / 1e6:.1f} MB")
+print(f"ratio (ultraplan / git)        : {ratio:.2f}  (bar: <= 0.50) -> {'PASS' if ratio <= 0.5 else 'FAIL'}")
+print(f"zstd bundle / git archive      : {zstd_s / git_s:.2f} time")
+print(f"zstd bundle / tar | zstd -1    : {zstd_s / tz_s:.2f} time, {zstd_b / tz_b:.3f} size")
 sys.exit(0 if ratio <= 0.5 else 2)
 PY

@@ -206,7 +206,7 @@ pub enum Command {
         /// Where to write the .tar.gz or .tar.zst (default: the cache, named by its SHA-256).
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
-        /// Compression level: gzip 1 (fastest) to 6, zstd 1 to 19 [default: 1].
+        /// Compression level: gzip 1 (fastest) to 6 [default: 1], zstd 1 to 19 [default: 3].
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=19))]
         level: Option<u32>,
         /// Compression: gzip (every server) or zstd (servers that advertise it).
