@@ -167,6 +167,10 @@ fn zstd_window_over_the_limit_is_refused() {
     let upload = enc.finish().unwrap();
     let err = env.ingest(&upload).unwrap_err();
     assert_eq!(err.code(), "malformed_archive", "{err}");
+    assert!(
+        err.to_string().contains("memory"),
+        "refused for its window: {err}"
+    );
     env.assert_untouched("zstd window");
 }
 
