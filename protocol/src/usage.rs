@@ -39,3 +39,16 @@ impl Usage {
             + self.cache_creation_input_tokens
     }
 }
+
+/// `1234567` → `1,234,567`: token counts as the pages and the server's messages write them.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

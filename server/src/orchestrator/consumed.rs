@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use ultraplan_protocol::events::EventBody;
 use ultraplan_protocol::model::Usage;
+use ultraplan_protocol::usage::thousands;
 
 /// Marks a result that already says what was consumed.
 const SAID: &str = "It used ";
@@ -52,18 +53,6 @@ fn tokens(usage: Usage) -> String {
         ));
     }
     format!("{} tokens ({})", thousands(usage.total()), parts.join(", "))
-}
-
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// `45 s`, `2 min 14 s`, `1 h 03 min`.

@@ -4,18 +4,7 @@ use ultraplan_protocol::derive_phase;
 use ultraplan_protocol::patch::ExecutionState;
 use ultraplan_protocol::session::{Phase, SessionStatus};
 
-/// `1234567` → `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use ultraplan_protocol::usage::thousands;
 
 /// `12345` → `12.3k`, `2500000` → `2.5M`.
 pub fn short(n: u64) -> String {
