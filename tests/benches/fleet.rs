@@ -76,6 +76,21 @@ async fn to_plan(front: &ServerProcess, bundle: &str, prompt: &str) -> String {
     id
 }
 
+/// Until no runner holds the session (its agent stopped and its slot is free again).
+async fn released(front: &ServerProcess, id: &str) {
+    for _ in 0..600 {
+        let resource = front.session(id).await.expect("resource");
+        if resource
+            .get("runner")
+            .is_none_or(serde_json::Value::is_null)
+        {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("session {id} was never released");
+}
+
 /// Every `waited_ms=` the runners logged when they claimed a session.
 fn claim_waits(runners: &[ServerProcess]) -> Vec<u64> {
     let mut waits: Vec<u64> = runners
@@ -123,7 +138,7 @@ async fn run(runners: usize, burst: usize) {
             .await
             .expect("archive");
         assert_eq!(code, 200);
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        released(&fleet.front, &id).await;
     }
     let waits = claim_waits(&fleet.runners);
     let started = Instant::now();

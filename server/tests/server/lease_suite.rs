@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use ultraplan_protocol::api::Decision;
 use ultraplan_protocol::events::EventBody;
-use ultraplan_protocol::session::{SessionContext, SessionStatus};
 use ultraplan_server::plans::decision_result;
 use ultraplan_server::store::{
-    AgentState, AppendEffects, Author, Lease, NewSession, SessionRow, Store, StoreError, now_ms,
+    AgentState, AppendEffects, Author, Lease, SessionRow, Store, StoreError, now_ms,
 };
 
+use crate::store_suite::new_session;
 use crate::support::{exit_plan_mode, on_both_backends};
 
 on_both_backends!(
@@ -26,19 +26,9 @@ on_both_backends!(
 
 const LEASE_MS: i64 = 30_000;
 
+/// A new session, queued for a runner at `at`.
 async fn queued(store: &Arc<dyn Store>, user_id: &str, at: i64) -> SessionRow {
-    let new = NewSession {
-        id: uuid::Uuid::new_v4().to_string(),
-        user_id: user_id.to_owned(),
-        title: "fix auth".to_owned(),
-        bundle_id: None,
-        context: SessionContext::default(),
-        status: SessionStatus::Idle,
-    };
-    let (row, _) = store
-        .create_session(&new, &[EventBody::user_text("fix auth")])
-        .await
-        .expect("create");
+    let row = new_session(store, user_id).await;
     assert!(store.queue_session(&row.id, at).await.expect("queue"));
     row
 }

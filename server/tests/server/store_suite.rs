@@ -61,7 +61,7 @@ async fn decide(
         .await
 }
 
-async fn new_session(store: &Arc<dyn Store>, user_id: &str) -> SessionRow {
+pub(crate) async fn new_session(store: &Arc<dyn Store>, user_id: &str) -> SessionRow {
     let new = NewSession {
         id: uuid::Uuid::new_v4().to_string(),
         user_id: user_id.to_owned(),
