@@ -67,9 +67,13 @@ pub async fn decide(
             state
                 .after_append(session, std::slice::from_ref(&event))
                 .await;
+            // A parked session is queued so an agent takes the decision. With no agent at all
+            // (it crashed while its plan waited, or was ending), an approval queues the session
+            // too: the log says the plan is approved, so the next agent executes it. A session
+            // a runner holds is left alone: that runner's agent takes the decision.
             agents.unpark(&session.id).await?;
             if executes {
-                start_if_idle(agents, session).await?;
+                agents.queue(&session.id).await?;
             }
             let target = match decision {
                 Decision::Approve { .. } => Some("remote"),
@@ -107,13 +111,5 @@ async fn mark_executing(state: &Core, session: &SessionRow) -> SessionResult<()>
         patch: None,
     };
     state.store.set_execution(&session.id, &executing).await?;
-    Ok(())
-}
-
-/// With no agent alive (it crashed while its plan waited, or it was ending), the approval
-/// queues the session: the log says the plan is approved, so the next agent executes it. A
-/// session a runner holds is left alone: that runner's agent takes the decision.
-async fn start_if_idle(agents: &Agents, session: &SessionRow) -> SessionResult<()> {
-    agents.queue(&session.id).await?;
     Ok(())
 }
