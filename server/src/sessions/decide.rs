@@ -72,7 +72,7 @@ pub async fn decide(
             // too: the log says the plan is approved, so the next agent executes it. A session
             // a runner holds is left alone: that runner's agent takes the decision.
             agents.unpark(&session.id).await?;
-            if executes {
+            if executes && awaits_an_agent(state, &session.id).await? {
                 agents.queue(&session.id).await?;
             }
             let target = match decision {
@@ -101,6 +101,20 @@ pub async fn decide(
         }),
         DecideOutcome::UnknownPlan => Err(SessionError::NoPendingPlan(tool_use_id.to_owned())),
     }
+}
+
+/// Whether the approved plan still waits for an agent to execute it: no runner holds the
+/// session and its execution has not finished. A busy server may answer the decision after a
+/// runner took it, executed it and let the session go; queueing it then would start a fresh
+/// agent on a finished session.
+async fn awaits_an_agent(state: &Core, session_id: &str) -> SessionResult<bool> {
+    let Some(row) = state.store.session(session_id).await? else {
+        return Ok(false);
+    };
+    let executing = row
+        .execution
+        .is_some_and(|e| e.state == ExecutionState::Executing);
+    Ok(executing && row.runner.is_none())
 }
 
 /// An approved plan is executing from the moment of the decision, so nobody asking for the

@@ -17,6 +17,11 @@ fn is_result(event: &Event) -> bool {
     matches!(event.body, EventBody::Result(_))
 }
 
+/// The server's closing result of an execution, written after its agent exited.
+fn execution_finished(event: &Event) -> bool {
+    matches!(&event.body, EventBody::Result(r) if r.result.as_deref().is_some_and(|t| t.starts_with("Remote execution finished")))
+}
+
 fn result_subtype(event: &Event) -> Option<String> {
     match &event.body {
         EventBody::Result(r) => Some(r.subtype.clone()),
@@ -264,7 +269,9 @@ async fn fifty_sessions_under_a_cap_of_eight_all_complete() {
                 .decide(&id, &tool, json!({"decision":"approve"}))
                 .await?;
             anyhow::ensure!(code == 200, "decision answered {code}");
-            let done = server.wait_for(&id, &mut seen, is_result).await?;
+            // The agent's own result comes first; the server's account of the patch closes
+            // the execution once the agent has exited.
+            let done = server.wait_for(&id, &mut seen, execution_finished).await?;
             anyhow::Ok((result_subtype(&done), seen))
         }));
     }
@@ -282,12 +289,27 @@ async fn fifty_sessions_under_a_cap_of_eight_all_complete() {
         "sessions beyond the cap waited in line and said so"
     );
     let needle = server.data_dir.join("bundles").display().to_string();
-    eventually(
-        "every agent exit",
-        || processes_mentioning(&needle).is_empty(),
-        Duration::from_secs(30),
-    )
-    .await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = processes_mentioning(&needle);
+        if left.is_empty() {
+            break;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let groups: Vec<String> = left
+                .iter()
+                .filter_map(|l| l.split_whitespace().next())
+                .map(|pid| {
+                    std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default()
+                })
+                .collect();
+            panic!(
+                "agents still alive a minute after every session ended: {left:#?}\ncgroups: {groups:#?}\nserver log:\n{}",
+                server.log()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 #[tokio::test]
