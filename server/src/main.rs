@@ -46,6 +46,10 @@ enum Command {
     /// Inspect and set feature flags.
     #[command(subcommand)]
     Flags(FlagsCommand),
+    /// Manage the tokens runners of the fleet connect with (they can only claim and serve
+    /// sessions and download their bundles).
+    #[command(subcommand)]
+    RunnerToken(RunnerTokenCommand),
 }
 
 #[derive(clap::Args)]
@@ -217,6 +221,16 @@ enum UserCommand {
 }
 
 #[derive(Subcommand)]
+enum RunnerTokenCommand {
+    /// Mint a token for a new runner and print it (shown once).
+    Add { name: String },
+    /// Show every runner's name and when its token was minted.
+    List,
+    /// Revoke a runner's token: it can no longer connect or download bundles.
+    Revoke { name: String },
+}
+
+#[derive(Subcommand)]
 enum FlagsCommand {
     /// Show every flag's stored values.
     List,
@@ -339,6 +353,7 @@ async fn run() -> anyhow::Result<()> {
         }
         Command::User(command) => user(&config, command).await,
         Command::Flags(command) => flags(&config, command).await,
+        Command::RunnerToken(command) => runner_token(&config, command).await,
     }
 }
 
@@ -363,6 +378,36 @@ async fn user(config: &Config, command: UserCommand) -> anyhow::Result<()> {
             };
             let token = auth::issue_token(store.as_ref(), &user.id).await?;
             print_token(&name, &token);
+        }
+    }
+    Ok(())
+}
+
+#[allow(clippy::print_stdout)]
+async fn runner_token(config: &Config, command: RunnerTokenCommand) -> anyhow::Result<()> {
+    let store = open_store(config).await?;
+    match command {
+        RunnerTokenCommand::Add { name } => {
+            let token = auth::create_runner_token(store.as_ref(), &name)
+                .await
+                .with_context(|| format!("creating runner {name}"))?;
+            eprintln!("Created a runner token for {name}. It is shown once; store it now.");
+            println!("{token}");
+        }
+        RunnerTokenCommand::List => {
+            println!("{:<24} CREATED", "RUNNER");
+            for (name, created_at) in store.runner_tokens().await? {
+                println!(
+                    "{name:<24} {}",
+                    ultraplan_server::store::format_ms(created_at)
+                );
+            }
+        }
+        RunnerTokenCommand::Revoke { name } => {
+            if !store.revoke_runner_token(&name).await? {
+                bail!("no runner named {name}");
+            }
+            eprintln!("Revoked the token of runner {name}.");
         }
     }
     Ok(())

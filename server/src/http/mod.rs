@@ -9,6 +9,7 @@ pub mod error;
 pub mod openapi;
 pub mod pages;
 pub mod ratelimit;
+pub mod runner_auth;
 mod serve;
 pub mod state;
 

@@ -138,6 +138,21 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<()>;
     async fn token(&self, token_id: &str) -> StoreResult<Option<TokenRow>>;
 
+    // --- runner tokens (never users' tokens: a table of their own) ---
+    /// Record runner `name`'s token hash; `AlreadyExists("runner")` when the name is taken.
+    async fn add_runner_token(
+        &self,
+        name: &str,
+        token_hash: &str,
+        created_at: i64,
+    ) -> StoreResult<()>;
+    /// The name of the runner whose token hashes to `token_hash`.
+    async fn runner_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<String>>;
+    /// Every runner's name and creation time (ms), by name.
+    async fn runner_tokens(&self) -> StoreResult<Vec<(String, i64)>>;
+    /// Delete runner `name`'s token; `false` when there was none.
+    async fn revoke_runner_token(&self, name: &str) -> StoreResult<bool>;
+
     // --- bundles ---
     /// Record a validated bundle and that `user_id` holds it.
     async fn put_bundle(&self, user_id: &str, bundle: &BundleRow) -> StoreResult<()>;

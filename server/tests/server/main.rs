@@ -16,6 +16,7 @@ mod quota;
 mod ratelimits;
 mod replicas;
 mod retention;
+mod runner_tokens;
 mod sandbox;
 mod sandbox_execution;
 mod sandbox_limits;

@@ -16,7 +16,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::store::{BundleRow, now_ms};
 
-fn check_sha(sha: &str) -> ApiResult<()> {
+pub(super) fn check_sha(sha: &str) -> ApiResult<()> {
     if bundles::is_valid_sha256(sha) {
         Ok(())
     } else {
@@ -179,13 +179,13 @@ async fn store_archive(state: &AppState, sha: &str, encoding: BundleEncoding) ->
     Ok(())
 }
 
-fn blob_store(state: &AppState) -> ApiResult<BlobStore> {
+pub(super) fn blob_store(state: &AppState) -> ApiResult<BlobStore> {
     state.core.config.blobs().map_err(blob_error)
 }
 
 /// 507 `storage_full` when a disk is full, 503 with Retry-After when the store failed (worth
 /// retrying), 500 otherwise; the details go to the log, never to the client.
-fn blob_error(error: BlobError) -> ApiError {
+pub(super) fn blob_error(error: BlobError) -> ApiError {
     tracing::error!(code = error.code(), %error, "blob store operation failed");
     if error.is_storage_full() {
         let full = std::io::Error::from(std::io::ErrorKind::StorageFull);

@@ -5,6 +5,7 @@ pub mod events;
 mod extract;
 pub mod meta;
 pub mod patch;
+pub mod runner_bundles;
 pub mod sessions;
 
 use axum::Router;
@@ -24,6 +25,7 @@ pub fn routes(max_json_body: usize) -> Router<AppState> {
             "/v1/bundles/{sha256}",
             head(bundles::head).put(bundles::put),
         )
+        .route("/v1/runner/bundles/{bundle_id}", get(runner_bundles::get))
         .route("/v1/sessions", get(sessions::list).post(sessions::create))
         .route("/v1/sessions/{id}", get(sessions::get))
         .route(

@@ -169,6 +169,13 @@ impl Limiters {
             .check(key.as_bytes(), Instant::now())
     }
 
+    /// Take one request of a runner of the fleet (the key is its name, apart from users').
+    pub fn check_runner(&self, method: &Method, name: &str) -> Result<(), Duration> {
+        let key = format!("runner:{name}");
+        self.for_method(method)
+            .check(key.as_bytes(), Instant::now())
+    }
+
     /// Take one request that did not authenticate, from `client`.
     pub fn check_anonymous(&self, client: ClientAddr) -> Result<(), Duration> {
         self.anonymous.check(&client.key(), Instant::now())

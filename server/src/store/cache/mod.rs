@@ -124,6 +124,26 @@ impl Store for CachedStore {
         }
         Ok(row)
     }
+    // Runner tokens are never remembered: a revoked token stops working at once.
+    async fn add_runner_token(
+        &self,
+        name: &str,
+        token_hash: &str,
+        created_at: i64,
+    ) -> StoreResult<()> {
+        self.inner
+            .add_runner_token(name, token_hash, created_at)
+            .await
+    }
+    async fn runner_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<String>> {
+        self.inner.runner_by_token_hash(token_hash).await
+    }
+    async fn runner_tokens(&self) -> StoreResult<Vec<(String, i64)>> {
+        self.inner.runner_tokens().await
+    }
+    async fn revoke_runner_token(&self, name: &str) -> StoreResult<bool> {
+        self.inner.revoke_runner_token(name).await
+    }
 
     async fn put_bundle(&self, user_id: &str, bundle: &BundleRow) -> StoreResult<()> {
         self.inner.put_bundle(user_id, bundle).await

@@ -9,6 +9,7 @@ mod flags;
 mod leases;
 mod plans;
 mod rows;
+mod runners;
 mod sessions;
 mod users;
 mod web;
@@ -77,6 +78,27 @@ impl<B: Backend> Store for B {
 
     async fn token(&self, token_id: &str) -> StoreResult<Option<TokenRow>> {
         users::token(&mut *self.pool(), token_id).await
+    }
+
+    async fn add_runner_token(
+        &self,
+        name: &str,
+        token_hash: &str,
+        created_at: i64,
+    ) -> StoreResult<()> {
+        runners::add(&mut *self.pool(), name, token_hash, created_at).await
+    }
+
+    async fn runner_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<String>> {
+        runners::by_hash(&mut *self.pool(), token_hash).await
+    }
+
+    async fn runner_tokens(&self) -> StoreResult<Vec<(String, i64)>> {
+        runners::list(&mut *self.pool()).await
+    }
+
+    async fn revoke_runner_token(&self, name: &str) -> StoreResult<bool> {
+        runners::revoke(&mut *self.pool(), name).await
     }
 
     async fn put_bundle(&self, user_id: &str, bundle: &BundleRow) -> StoreResult<()> {
