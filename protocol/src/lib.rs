@@ -9,6 +9,7 @@
 //! - [`model_spec`]: the configured model names (`anthropic:<id>`, `openai:<id>`, `offline`);
 //! - [`patch`]: what remote execution changed;
 //! - [`frames`]: newline-delimited JSON frames between the agent and the server;
+//! - [`runner`]: the messages of a keyless runner's link to the server;
 //! - [`git_patch`]: a `git diff` patch's per-file sections and the (C-quoted) names in them;
 //! - [`expiry`]: when a pending plan's time limit is near, and how long is left;
 //! - [`scanner`]: the [`ExitPlanModeScanner`] and phase derivation;
@@ -25,6 +26,7 @@ pub mod model;
 pub mod model_spec;
 pub mod patch;
 pub mod plan_text;
+pub mod runner;
 pub mod scanner;
 pub mod session;
 pub mod usage;

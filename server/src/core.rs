@@ -18,9 +18,31 @@ pub struct Core {
     pub store: Arc<dyn Store>,
     pub hub: Arc<EventHub>,
     pub counters: Arc<Counters>,
-    /// Rung when another process on the database changed a session, which may have queued it
-    /// for a runner: wakes this process's claim loop.
-    pub bell: Arc<tokio::sync::Notify>,
+    /// Rung when a session may have been queued for a runner (another process on the database
+    /// changed one, or a session was queued here): wakes every claim loop of this process.
+    pub bell: Bell,
+}
+
+/// Wakes every listener, including those busy when it rang (they see the ring on their next
+/// wait): a counter in a watch channel.
+#[derive(Clone)]
+pub struct Bell(Arc<tokio::sync::watch::Sender<u64>>);
+
+impl Default for Bell {
+    fn default() -> Self {
+        Bell(Arc::new(tokio::sync::watch::Sender::new(0)))
+    }
+}
+
+impl Bell {
+    pub fn ring(&self) {
+        self.0.send_modify(|rings| *rings = rings.wrapping_add(1));
+    }
+
+    /// A listener that has heard every ring so far.
+    pub fn listen(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.0.subscribe()
+    }
 }
 
 impl Core {
@@ -31,7 +53,7 @@ impl Core {
             store,
             hub: Arc::new(EventHub::default()),
             counters: Arc::new(Counters::default()),
-            bell: Arc::new(tokio::sync::Notify::new()),
+            bell: Bell::default(),
         }
     }
 

@@ -10,6 +10,7 @@ pub mod config;
 pub mod core;
 pub mod execution;
 pub mod flags;
+pub mod fleet;
 pub mod http;
 pub mod hub;
 pub mod model_router;
@@ -42,20 +43,17 @@ pub async fn start(
     retention::spawn(core.clone());
     let config = core.config.clone();
     runner::tmpfs::set_workspace_cap(config.workspace_max_bytes);
-    let state = AppState::over(core.clone());
+    let template = runner_settings(&config);
+    let fleet = fleet::Fleet::new(core.clone(), models.clone(), template.clone());
+    let state = AppState::over(core.clone()).with_fleet(fleet);
     if !config.local_runner {
-        tracing::info!("no local runner: sessions wait for the runners of other processes");
+        tracing::info!("no local runner: sessions wait for linked runners and other processes'");
         return Ok(state.with_runners_elsewhere());
     }
     match runner::select(config.runner, &config.agent_binary, &config.instance_id()).await {
         Ok(runner) => {
-            let mut settings = orchestrator::OrchestratorSettings::new(config.agent_binary.clone());
-            settings.max_running = config.max_running_sessions;
-            settings.token_budget = config.session_token_budget;
+            let mut settings = template;
             settings.execute = executes(&runner).await;
-            settings.runner_name = config.runner_name();
-            settings.lease = std::time::Duration::from_secs(config.lease_seconds);
-            settings.park_after = std::time::Duration::from_secs(config.park_after_seconds);
             let orchestrator =
                 orchestrator::Orchestrator::new(core.clone(), runner, models, settings);
             let resumed = orchestrator.start(only_process(&config)).await?;
@@ -78,6 +76,17 @@ pub async fn start(
             Ok(state.without_agents(problem))
         }
     }
+}
+
+/// How this process's runners (its own, and the keyless runners linked to it) run sessions.
+fn runner_settings(config: &Config) -> orchestrator::OrchestratorSettings {
+    let mut settings = orchestrator::OrchestratorSettings::new(config.agent_binary.clone());
+    settings.max_running = config.max_running_sessions;
+    settings.token_budget = config.session_token_budget;
+    settings.runner_name = config.runner_name();
+    settings.lease = std::time::Duration::from_secs(config.lease_seconds);
+    settings.park_after = std::time::Duration::from_secs(config.park_after_seconds);
+    settings
 }
 
 /// A SQLite database belongs to this process alone: every claim on it was this process's, and

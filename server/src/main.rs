@@ -96,8 +96,9 @@ struct ServeArgs {
     /// stops answering is resumed elsewhere this long after.
     #[arg(long, env = "ULTRAPLAN_LEASE_SECONDS", default_value_t = defaults::LEASE_SECONDS)]
     lease_seconds: u64,
-    /// Run no agents here: sessions wait for the runners of other server processes on the
-    /// same PostgreSQL database (also `ULTRAPLAN_LOCAL_RUNNER=off`).
+    /// Run no agents here: sessions wait for keyless runners (`ultraplan-runner`) linked to
+    /// this process, and for the runners of other server processes on the same PostgreSQL
+    /// database (also `ULTRAPLAN_LOCAL_RUNNER=off`).
     #[arg(long)]
     no_local_runner: bool,
     /// `on` (default) or `off`: whether this process runs agents.
@@ -427,12 +428,6 @@ async fn flags(config: &Config, command: FlagsCommand) -> anyhow::Result<()> {
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {
-    if !config.local_runner && ultraplan_server::only_process(&config) {
-        anyhow::bail!(
-            "--no-local-runner needs a PostgreSQL database shared with server processes that run \
-             agents: a SQLite database belongs to this process alone, so no agent would ever run"
-        );
-    }
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await
         .with_context(|| format!("binding {}", config.bind))?;

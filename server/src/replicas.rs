@@ -23,13 +23,13 @@ async fn run(core: Core, mut changes: Changes) {
             Ok(Change::Session(id)) => {
                 core.store.forget(&id);
                 core.hub.notify(&id, 0);
-                core.bell.notify_one();
+                core.bell.ring();
             }
             Ok(Change::Missed) => {
                 tracing::info!("lost the database's announcements for a moment; forgetting all");
                 core.store.forget_all();
                 core.hub.notify_all();
-                core.bell.notify_one();
+                core.bell.ring();
             }
             Err(error) => {
                 tracing::warn!(%error, "cannot follow other processes' changes; retrying");

@@ -8,6 +8,7 @@ mod copy;
 mod diffstat;
 mod git;
 mod links;
+mod remote;
 mod report;
 mod restart;
 mod symlinks;
@@ -21,9 +22,10 @@ use ultraplan_protocol::patch::{Execution, ExecutionState};
 use ultraplan_protocol::{ExitPlanModeScanner, ScanResult};
 
 pub use git::available as git_available;
+pub use remote::RemotePatch;
 pub use report::{Ending, patch_result};
 pub use restart::{finish_abandoned, settle_finished};
-pub use workspace::{Patch, Workspace};
+pub use workspace::{Patch, Workspace, remove_root as remove_workspace_root};
 
 use crate::core::Core;
 use crate::store::SessionRow;
@@ -40,6 +42,8 @@ pub enum ExecutionError {
     Io(String),
     #[error("the patch is larger than {0} bytes")]
     TooLarge(usize),
+    #[error("the runner's patch was refused: {0}")]
+    Remote(String),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
 }
@@ -79,7 +83,30 @@ pub async fn finish(
     session: &SessionRow,
     ending: Ending,
 ) -> Result<(), ExecutionError> {
-    let outcome = compute(state, session).await;
+    finish_from(state, session, ending, PatchSource::Workspace).await
+}
+
+/// Where an ended execution's patch comes from.
+pub enum PatchSource {
+    /// This server's workspace of the session.
+    Workspace,
+    /// The remote runner that ran the agent diffed its own copy; `None` when it said nothing
+    /// (its link was lost first).
+    Remote(Option<RemotePatch>),
+}
+
+/// [`finish`], with the patch from `source`.
+pub async fn finish_from(
+    state: &Core,
+    session: &SessionRow,
+    ending: Ending,
+    source: PatchSource,
+) -> Result<(), ExecutionError> {
+    let local = matches!(source, PatchSource::Workspace);
+    let outcome = match source {
+        PatchSource::Workspace => compute(state, session).await,
+        PatchSource::Remote(patch) => store_remote(state, session, patch).await,
+    };
     let event = match &outcome {
         Ok(patch) => patch_result(&session.id, &patch.summary, &ending),
         Err(error) => EventBody::error_result(
@@ -95,7 +122,7 @@ pub async fn finish(
         };
         state.store.set_execution(&session.id, &failed).await?;
     }
-    if outcome.is_ok() {
+    if outcome.is_ok() && local {
         remove_workspace(state, &session.id).await;
     }
     state.append(session, &[event]).await?;
@@ -125,7 +152,38 @@ pub async fn patch_of(root: &Path, max_bytes: usize) -> Result<Patch, ExecutionE
 }
 
 async fn compute(state: &Core, session: &SessionRow) -> Result<Patch, ExecutionError> {
-    let mut patch = patch_of(&workspace_root(state, &session.id), MAX_PATCH_BYTES).await?;
+    let patch = patch_of(&workspace_root(state, &session.id), MAX_PATCH_BYTES).await?;
+    save(state, session, patch).await
+}
+
+/// A remote runner's patch, checked like any input from across a boundary: its size, and the
+/// files its summary names against the diff itself.
+async fn store_remote(
+    state: &Core,
+    session: &SessionRow,
+    patch: Option<RemotePatch>,
+) -> Result<Patch, ExecutionError> {
+    let (diff, summary) = match patch {
+        Some(Ok(patch)) => patch,
+        Some(Err(reason)) => return Err(ExecutionError::Remote(reason)),
+        None => {
+            return Err(ExecutionError::Remote(
+                "the runner was lost before it sent the patch".to_owned(),
+            ));
+        }
+    };
+    if diff.len() > MAX_PATCH_BYTES {
+        return Err(ExecutionError::TooLarge(MAX_PATCH_BYTES));
+    }
+    remote::check_summary(&diff, &summary).map_err(ExecutionError::Remote)?;
+    save(state, session, Patch { diff, summary }).await
+}
+
+async fn save(
+    state: &Core,
+    session: &SessionRow,
+    mut patch: Patch,
+) -> Result<Patch, ExecutionError> {
     patch.summary.base_commit = session.context.base.commit.clone();
     state
         .store

@@ -13,7 +13,6 @@ use axum::http::Request;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tower::ServiceExt as _;
@@ -26,7 +25,9 @@ pub(crate) async fn run(
     header_timeout: Duration,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let graceful = GracefulShutdown::new();
+    // Each connection holds a sender: once the last is gone, every connection has finished.
+    let (alive, mut all_done) = tokio::sync::mpsc::channel::<()>(1);
+    let (stop, stopping) = tokio::sync::watch::channel(false);
     let mut shutdown = pin!(shutdown);
     loop {
         let accepted = tokio::select! {
@@ -45,11 +46,14 @@ pub(crate) async fn run(
                 builder
                     .timer(TokioTimer::new())
                     .header_read_timeout(header_timeout);
+                // Upgrades carry the runners' WebSocket links.
                 let connection = builder
-                    .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
-                let watched = graceful.watch(connection);
+                    .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service))
+                    .with_upgrades();
+                let (alive, stopping) = (alive.clone(), stopping.clone());
                 tokio::spawn(async move {
-                    if let Err(error) = watched.await {
+                    let _alive = alive;
+                    if let Err(error) = graceful(connection, stopping).await {
                         tracing::debug!(%peer, %error, "connection ended with an error");
                     }
                 });
@@ -62,6 +66,45 @@ pub(crate) async fn run(
         }
     }
     drop(listener);
-    graceful.shutdown().await;
+    let _ = stop.send(true);
+    drop(alive);
+    let _ = all_done.recv().await;
     Ok(())
+}
+
+/// Serve one connection; once `stopping` turns true, finish the request in flight and close.
+/// (An upgraded connection, a runner's link, lives on in its own task.)
+async fn graceful<C>(
+    connection: C,
+    mut stopping: tokio::sync::watch::Receiver<bool>,
+) -> Result<(), hyper::Error>
+where
+    C: Future<Output = Result<(), hyper::Error>> + GracefulShutdown,
+{
+    let mut connection = pin!(connection);
+    tokio::select! {
+        served = connection.as_mut() => served,
+        () = async { let _ = stopping.wait_for(|stop| *stop).await; } => {
+            connection.as_mut().shut_down();
+            connection.await
+        }
+    }
+}
+
+/// A connection that can be asked to finish its request in flight and close.
+trait GracefulShutdown {
+    fn shut_down(self: std::pin::Pin<&mut Self>);
+}
+
+impl<I, S> GracefulShutdown for http1::UpgradeableConnection<I, S>
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    S: hyper::service::HttpService<Incoming>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    S::ResBody: hyper::body::Body + 'static,
+    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    fn shut_down(self: std::pin::Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
 }

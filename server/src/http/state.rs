@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::core::Core;
+use crate::fleet::Fleet;
 use crate::http::ratelimit::Limiters;
 use crate::orchestrator::{Agents, Orchestrator};
 use crate::store::Store;
@@ -16,6 +17,8 @@ pub struct AppState {
     pub agents: Agents,
     /// Request buckets per user and per client address, and upload slots.
     pub rate_limiters: Arc<Limiters>,
+    /// Keyless runners linked to this process; `None` where none may link.
+    pub fleet: Option<Fleet>,
 }
 
 impl AppState {
@@ -33,7 +36,14 @@ impl AppState {
             )),
             core,
             agents: Agents::unavailable("no sandbox runner is configured"),
+            fleet: None,
         }
+    }
+
+    /// The same state taking runner links into `fleet`.
+    pub fn with_fleet(mut self, fleet: Fleet) -> Self {
+        self.fleet = Some(fleet);
+        self
     }
 
     /// The same state with an orchestrator running its sessions.
@@ -44,7 +54,7 @@ impl AppState {
 
     /// The same state with agents run only by other processes on the same database.
     pub fn with_runners_elsewhere(mut self) -> Self {
-        self.agents = Agents::Elsewhere(self.core.store.clone());
+        self.agents = Agents::Elsewhere(self.core.clone());
         self
     }
 

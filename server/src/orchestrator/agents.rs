@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use super::Orchestrator;
-use crate::store::{Store, StoreResult, now_ms};
+use crate::core::Core;
+use crate::store::{StoreResult, now_ms};
 
 /// Agents for this server's sessions.
 #[derive(Clone)]
@@ -15,7 +16,7 @@ pub enum Agents {
     Ready(Orchestrator),
     /// Only other processes on the same database run agents (`--no-local-runner`): sessions
     /// are queued for them.
-    Elsewhere(Arc<dyn Store>),
+    Elsewhere(Core),
     /// No agent can run: sessions can be created and read, and the reason is given.
     Unavailable(Arc<str>),
 }
@@ -70,8 +71,9 @@ impl Agents {
             Agents::Ready(orchestrator) => {
                 orchestrator.unpark(session_id).await?;
             }
-            Agents::Elsewhere(store) => {
-                store.unpark_session(session_id, now_ms()).await?;
+            Agents::Elsewhere(core) => {
+                core.store.unpark_session(session_id, now_ms()).await?;
+                core.bell.ring();
             }
             Agents::Unavailable(_) => {}
         }
@@ -84,8 +86,9 @@ impl Agents {
             Agents::Ready(orchestrator) => {
                 orchestrator.queue(session_id).await?;
             }
-            Agents::Elsewhere(store) => {
-                store.queue_session(session_id, now_ms()).await?;
+            Agents::Elsewhere(core) => {
+                core.store.queue_session(session_id, now_ms()).await?;
+                core.bell.ring();
             }
             Agents::Unavailable(_) => {}
         }

@@ -11,13 +11,17 @@ use crate::store::{Claim, now_ms};
 /// changed a session (the bell: it may have queued one), and at least every `claim_poll`, which
 /// finds lapsed leases.
 pub(super) async fn claim_loop(me: Orchestrator) {
-    let bell = me.inner.state.bell.clone();
+    let mut bell = me.inner.state.bell.listen();
     loop {
         me.claim_while_free().await;
+        if me.inner.draining.load(Ordering::SeqCst) {
+            return;
+        }
         let poll = me.inner.settings.claim_poll;
         tokio::select! {
+            biased;
             () = me.inner.kick.notified() => {}
-            () = bell.notified() => {
+            Ok(()) = bell.changed() => {
                 // Other processes' changes come in bursts (every append is announced): one
                 // claim round per burst.
                 tokio::time::sleep(BELL_COALESCE).await;
@@ -38,6 +42,9 @@ pub(super) async fn heartbeat_loop(me: Orchestrator) {
     loop {
         tokio::time::sleep(lease / 3).await;
         me.renew_all(lease).await;
+        if me.inner.draining.load(Ordering::SeqCst) && me.live_count() == 0 {
+            return;
+        }
     }
 }
 

@@ -140,6 +140,7 @@ impl Orchestrator {
             return Ok(false);
         }
         self.inner.kick.notify_one();
+        state.bell.ring();
         // More sessions wait (this one included) than this runner has free slots: say so.
         let waiting = state.store.sessions_waiting(now).await?;
         let free = i64::try_from(self.inner.slots.available_permits()).unwrap_or(i64::MAX);
@@ -169,6 +170,7 @@ impl Orchestrator {
             .await?;
         if unparked {
             self.inner.kick.notify_one();
+            self.inner.state.bell.ring();
         }
         Ok(unparked)
     }

@@ -5,6 +5,7 @@ mod calls;
 mod claim;
 mod execution;
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,7 +18,7 @@ use ultraplan_protocol::session::PromptVariant;
 
 use super::{Command, Inner, Launch};
 use crate::orchestrator::lifecycle::{Effect, Input, Lifecycle, unanswered_tool};
-use crate::runner::{AgentControl, AgentExit, AgentProcess, SandboxRequest};
+use crate::runner::{AgentControl, AgentExit, AgentProcess, RemoteLaunch, SandboxRequest};
 use crate::store::{AgentState, SessionRow, StoreError, StoreResult, now_ms};
 use crate::store::{Claim, Lease};
 
@@ -61,6 +62,8 @@ struct SessionTask {
     cut_short: Option<String>,
     /// The execution's patch is stored.
     patched: bool,
+    /// What a remote runner made of the executing agent's workspace, once it exited.
+    remote_patch: Option<crate::execution::RemotePatch>,
 }
 
 /// How one agent's run ended.
@@ -102,6 +105,7 @@ pub async fn run(inner: Arc<Inner>, task: Task) {
         handoff: false,
         cut_short: None,
         patched: false,
+        remote_patch: None,
     };
     if launch.resumed && !task.resume(claim.took_over).await {
         task.release(false).await;
@@ -156,7 +160,7 @@ impl SessionTask {
             let deadline = match self.mode {
                 AgentMode::Plan => self.deadline(timeout_seconds),
                 AgentMode::Execute => {
-                    self.begin_execution().await?;
+                    self.begin_execution(&transcript).await?;
                     tokio::time::Instant::now() + Duration::from_secs(timeout_seconds)
                 }
             };
@@ -199,6 +203,10 @@ impl SessionTask {
             Err(error) => Err(error),
         };
         inbox.abort();
+        if self.inner.runner.link_lost() && !self.lost {
+            // The runner is gone, not the session: another runner resumes it from the log.
+            self.handed_back = true;
+        }
         let (exit_reason, stderr_tail) = ran?;
         if self.let_go() {
             self.wait_for_exit().await;
@@ -237,7 +245,10 @@ impl SessionTask {
     }
 
     async fn start_agent(&mut self) -> Result<AgentProcess, String> {
+        let remote = self.inner.runner.is_remote();
         let (workspace, writable) = match self.mode {
+            // A remote runner fetches the bundle and makes its writable copy itself.
+            _ if remote => (PathBuf::new(), self.mode == AgentMode::Execute),
             AgentMode::Plan => (self.bundle_path().await?, false),
             AgentMode::Execute => {
                 let ws = crate::execution::workspace_of(&self.inner.state, &self.session.id);
@@ -256,10 +267,14 @@ impl SessionTask {
             limits: self.inner.settings.limits.clone(),
             log_filter: self.inner.settings.agent_log_filter.clone(),
         };
+        let lease = RemoteLaunch {
+            epoch: self.lease.epoch,
+            bundle_id: self.session.bundle_id.clone().unwrap_or_default(),
+        };
         self.apply_sync_starting();
         self.inner
             .runner
-            .launch(&request)
+            .launch_leased(&request, &lease)
             .await
             .map_err(|e| e.to_string())
     }
@@ -331,13 +346,19 @@ impl SessionTask {
         if !self.saw_done {
             process.start_kill();
         }
-        match tokio::time::timeout(grace.max(Duration::from_millis(100)), process.wait()).await {
+        let exit = match tokio::time::timeout(grace.max(Duration::from_millis(100)), process.wait())
+            .await
+        {
             Ok(exit) => exit,
             Err(_) => {
                 process.start_kill();
                 process.wait().await
             }
+        };
+        if let Some(patch) = process.take_remote_patch() {
+            self.remote_patch = Some(patch);
         }
+        exit
     }
 
     fn kill(&mut self) {

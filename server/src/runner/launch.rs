@@ -10,6 +10,7 @@ use tokio::process::{Child, Command};
 use super::RunnerError;
 use super::cgroup::SessionCgroup;
 use super::docker::ContainerHandle;
+use super::remote::{RemoteHandle, RemotePatch};
 use super::spec::CommandSpec;
 
 /// The agent's stdin.
@@ -28,6 +29,8 @@ enum Handle {
     /// A local process and the cgroup that holds its tree, if any.
     Child(Child, Option<SessionCgroup>),
     Container(ContainerHandle),
+    /// An agent on a runner linked to this server.
+    Remote(RemoteHandle),
 }
 
 /// Work for the child between fork and exec.
@@ -58,6 +61,20 @@ impl AgentProcess {
             stdout: Some(stdout),
             stderr: Some(stderr),
             handle: Handle::Container(handle),
+        }
+    }
+
+    pub(crate) fn remote(
+        stdin: AgentInput,
+        stdout: AgentOutput,
+        stderr: AgentOutput,
+        handle: RemoteHandle,
+    ) -> Self {
+        AgentProcess {
+            stdin: Some(stdin),
+            stdout: Some(stdout),
+            stderr: Some(stderr),
+            handle: Handle::Remote(handle),
         }
     }
 
@@ -92,7 +109,22 @@ impl AgentControl {
                 }
             }
             Handle::Container(container) => container.start_kill(),
+            Handle::Remote(remote) => remote.start_kill(),
         }
+    }
+
+    /// What a remote runner made of an executing agent's workspace; `None` for a local agent
+    /// (the server diffs the workspace itself) or when the runner said nothing.
+    pub fn take_remote_patch(&mut self) -> Option<RemotePatch> {
+        match &mut self.handle {
+            Handle::Remote(remote) => remote.take_patch(),
+            Handle::Child(..) | Handle::Container(_) => None,
+        }
+    }
+
+    /// Whether the agent runs on a remote runner.
+    pub fn is_remote(&self) -> bool {
+        matches!(self.handle, Handle::Remote(_))
     }
 
     /// Wait for the agent to end (and, for containers, be removed).
@@ -113,6 +145,7 @@ impl AgentControl {
                 })
             }
             Handle::Container(container) => container.wait().await,
+            Handle::Remote(remote) => remote.wait().await,
         }
     }
 }

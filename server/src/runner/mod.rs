@@ -8,6 +8,7 @@ pub mod bwrap;
 pub mod cgroup;
 pub mod docker;
 mod launch;
+pub mod remote;
 pub mod seccomp;
 pub mod spec;
 pub mod status;
@@ -31,6 +32,14 @@ pub enum RunnerError {
     Unavailable(String),
 }
 
+/// What a remote runner needs beyond the sandbox request: the lease's epoch, which every
+/// message about the agent carries, and the bundle to fetch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteLaunch {
+    pub epoch: i64,
+    pub bundle_id: String,
+}
+
 /// A runner that can start agents.
 #[derive(Debug, Clone)]
 pub enum Runner {
@@ -38,6 +47,8 @@ pub enum Runner {
     Bwrap,
     /// Unsandboxed; development only.
     Process,
+    /// A keyless runner linked over the network, with a sandbox of its own.
+    Remote(remote::RemoteLink),
 }
 
 impl Runner {
@@ -47,6 +58,7 @@ impl Runner {
             Runner::Docker(_) => "docker",
             Runner::Bwrap => "bwrap",
             Runner::Process => "process",
+            Runner::Remote(_) => "remote",
         }
     }
 
@@ -61,13 +73,51 @@ impl Runner {
         }
     }
 
-    /// Start an agent.
+    /// Start an agent here.
     pub async fn launch(&self, req: &SandboxRequest) -> Result<AgentProcess, RunnerError> {
         match self {
             Runner::Docker(docker) => docker.launch(req).await,
             Runner::Bwrap => bwrap::spawn(req),
             Runner::Process => launch::spawn(&process_spec(req)),
+            Runner::Remote(_) => Err(RunnerError::Unavailable(
+                "a remote runner's agent needs its lease: use launch_leased".to_owned(),
+            )),
         }
+    }
+
+    /// Start a session's agent under `lease`, which addresses it on a remote runner (that
+    /// fetches the bundle itself, and makes its own writable copy to execute in).
+    pub async fn launch_leased(
+        &self,
+        req: &SandboxRequest,
+        lease: &RemoteLaunch,
+    ) -> Result<AgentProcess, RunnerError> {
+        match self {
+            Runner::Docker(_) | Runner::Bwrap | Runner::Process => self.launch(req).await,
+            Runner::Remote(link) => {
+                let agent = ultraplan_protocol::runner::AgentRef {
+                    session_id: req.session_id.clone(),
+                    epoch: lease.epoch,
+                };
+                let spec = ultraplan_protocol::runner::LaunchSpec {
+                    bundle_id: lease.bundle_id.clone(),
+                    writable: req.writable,
+                    log_filter: Some(req.log_filter.clone()),
+                };
+                link.launch(agent, spec).await
+            }
+        }
+    }
+
+    /// Whether this is a remote runner whose link is gone (its agents went with it).
+    pub fn link_lost(&self) -> bool {
+        matches!(self, Runner::Remote(link) if link.is_closed())
+    }
+
+    /// Whether agents run on another machine (which then holds the bundle and the execution
+    /// workspace, and makes the patch).
+    pub fn is_remote(&self) -> bool {
+        matches!(self, Runner::Remote(_))
     }
 }
 

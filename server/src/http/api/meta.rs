@@ -61,6 +61,14 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
         ),
     ];
     #[allow(clippy::cast_precision_loss)]
+    if let Some(fleet) = &state.fleet {
+        gauges.push((
+            "runners_linked",
+            "Keyless runners (ultraplan-runner) linked to this process.",
+            fleet.len() as f64,
+        ));
+    }
+    #[allow(clippy::cast_precision_loss)]
     if let Some(queued) = queued {
         gauges.push((
             "sessions_queued",

@@ -6,6 +6,7 @@ mod extract;
 pub mod meta;
 pub mod patch;
 pub mod runner_bundles;
+pub mod runner_connect;
 pub mod sessions;
 
 use axum::Router;
@@ -26,6 +27,7 @@ pub fn routes(max_json_body: usize) -> Router<AppState> {
             head(bundles::head).put(bundles::put),
         )
         .route("/v1/runner/bundles/{bundle_id}", get(runner_bundles::get))
+        .route("/v1/runner/connect", get(runner_connect::connect))
         .route("/v1/sessions", get(sessions::list).post(sessions::create))
         .route("/v1/sessions/{id}", get(sessions::get))
         .route(

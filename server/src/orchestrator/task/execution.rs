@@ -1,12 +1,13 @@
 //! The execution half of a session task: prepare the writable copy when a plan is approved,
 //! and store and report the patch when the executing agent ends.
 
+use ultraplan_protocol::events::EventBody;
 use ultraplan_protocol::frames::AgentMode;
 use ultraplan_protocol::patch::{Execution, ExecutionState};
 
 use super::SessionTask;
 use crate::blobs::ensure_bundle_tree;
-use crate::execution::Ending;
+use crate::execution::{Ending, PatchSource};
 use crate::store::StoreResult;
 
 impl SessionTask {
@@ -17,7 +18,7 @@ impl SessionTask {
 
     /// Prepare the writable copy (once; a resumed execution keeps its edits) and mark the
     /// execution started.
-    pub(super) async fn begin_execution(&mut self) -> Result<(), String> {
+    pub(super) async fn begin_execution(&mut self, transcript: &[EventBody]) -> Result<(), String> {
         let state = &self.inner.state;
         let executing = Execution {
             state: ExecutionState::Executing,
@@ -28,16 +29,23 @@ impl SessionTask {
             .set_execution(&self.session.id, &executing)
             .await
             .map_err(|e| e.to_string())?;
-        let workspace = crate::execution::workspace_of(state, &self.session.id);
-        if workspace.is_prepared().await {
-            return Ok(());
+        if self.inner.runner.is_remote() {
+            // The runner makes its own copy; the log says once that execution started.
+            if transcript.iter().any(is_execution_started) {
+                return Ok(());
+            }
+        } else {
+            let workspace = crate::execution::workspace_of(state, &self.session.id);
+            if workspace.is_prepared().await {
+                return Ok(());
+            }
+            let bundle = self.bundle_path().await?;
+            let owner = self.inner.runner.workspace_owner();
+            workspace
+                .prepare(&bundle, owner)
+                .await
+                .map_err(|e| e.to_string())?;
         }
-        let bundle = self.bundle_path().await?;
-        let owner = self.inner.runner.workspace_owner();
-        workspace
-            .prepare(&bundle, owner)
-            .await
-            .map_err(|e| e.to_string())?;
         self.append_note(
             "execution_started",
             "The plan was approved: the agent implements it in a writable copy of the \
@@ -72,7 +80,14 @@ impl SessionTask {
             None if self.saw_done => Ending::Finished,
             None => Ending::CutShort("the agent stopped unexpectedly".to_owned()),
         };
-        if let Err(error) = crate::execution::finish(&self.inner.state, &self.session, ending).await
+        let source = if self.inner.runner.is_remote() {
+            PatchSource::Remote(self.remote_patch.take())
+        } else {
+            PatchSource::Workspace
+        };
+        let state = &self.inner.state;
+        if let Err(error) =
+            crate::execution::finish_from(state, &self.session, ending, source).await
         {
             tracing::error!(session_id = %self.session.id, %error, "execution ended without a patch");
         }
@@ -92,4 +107,8 @@ impl SessionTask {
             .await
             .map_err(|e| e.to_string())
     }
+}
+
+fn is_execution_started(event: &EventBody) -> bool {
+    matches!(event, EventBody::System(s) if s.subtype == "execution_started")
 }

@@ -1,0 +1,233 @@
+//! One agent the server asked for: fetch its bundle, make the writable copy an executing
+//! agent works in, start it in the sandbox, relay its stdio, and say how it ended (with the
+//! patch of its copy first, for an executing agent).
+
+use std::sync::Arc;
+
+use base64::Engine;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, oneshot};
+use ultraplan_protocol::constants::MAX_FRAME_BYTES;
+use ultraplan_protocol::runner::{AgentRef, LaunchSpec, RunnerMessage};
+use ultraplan_server::execution::{MAX_PATCH_BYTES, Workspace, patch_of};
+use ultraplan_server::runner::{AgentControl, AgentProcess, SandboxRequest};
+
+use crate::context::{Context, Up};
+
+/// The link's end of a running agent: its stdin, and a kill switch (dropping it kills too).
+pub(crate) struct AgentHandle {
+    pub(crate) stdin: mpsc::UnboundedSender<String>,
+    pub(crate) kill: oneshot::Sender<()>,
+}
+
+/// Start the agent's task; its handle goes in the link's table.
+pub(crate) fn spawn(
+    ctx: Arc<Context>,
+    agent: AgentRef,
+    spec: LaunchSpec,
+    up: mpsc::UnboundedSender<Up>,
+) -> AgentHandle {
+    let (stdin, stdin_rx) = mpsc::unbounded_channel();
+    let (kill, kill_rx) = oneshot::channel();
+    tokio::spawn(async move {
+        ctx.ledger
+            .record(&agent.session_id, agent.epoch, "start")
+            .await;
+        run(&ctx, &agent, &spec, stdin_rx, kill_rx, &up).await;
+        ctx.ledger
+            .record(&agent.session_id, agent.epoch, "end")
+            .await;
+        let _ = up.send(Up::Ended(agent));
+    });
+    AgentHandle { stdin, kill }
+}
+
+fn say(up: &mpsc::UnboundedSender<Up>, message: RunnerMessage) {
+    let _ = up.send(Up::Message(message));
+}
+
+async fn run(
+    ctx: &Context,
+    agent: &AgentRef,
+    spec: &LaunchSpec,
+    stdin_rx: mpsc::UnboundedReceiver<String>,
+    kill_rx: oneshot::Receiver<()>,
+    up: &mpsc::UnboundedSender<Up>,
+) {
+    let process = match start(ctx, agent, spec).await {
+        Ok(process) => process,
+        Err(reason) => {
+            tracing::warn!(session_id = %agent.session_id, %reason, "cannot start the agent");
+            say(
+                up,
+                RunnerMessage::LaunchFailed {
+                    agent: agent.clone(),
+                    reason,
+                },
+            );
+            return;
+        }
+    };
+    let Some((stdin, stdout, stderr, mut control)) = process.into_parts() else {
+        let reason = "the agent's stdio was not available".to_owned();
+        say(
+            up,
+            RunnerMessage::LaunchFailed {
+                agent: agent.clone(),
+                reason,
+            },
+        );
+        return;
+    };
+    say(
+        up,
+        RunnerMessage::Started {
+            agent: agent.clone(),
+        },
+    );
+    tracing::info!(session_id = %agent.session_id, epoch = agent.epoch, writable = spec.writable, "agent started");
+    tokio::spawn(feed_stdin(stdin, stdin_rx));
+    tokio::spawn(relay_stderr(stderr, agent.clone(), up.clone()));
+    relay_stdout(stdout, agent, up, kill_rx, &mut control).await;
+    let exit = control.wait().await;
+    if spec.writable {
+        finish_workspace(ctx, agent, up).await;
+    }
+    let (success, description) = exit
+        .map_or((false, "it could not be waited on".to_owned()), |e| {
+            (e.success, e.description)
+        });
+    tracing::info!(session_id = %agent.session_id, epoch = agent.epoch, success, %description, "agent ended");
+    say(
+        up,
+        RunnerMessage::Exited {
+            agent: agent.clone(),
+            success,
+            description,
+        },
+    );
+}
+
+async fn start(ctx: &Context, agent: &AgentRef, spec: &LaunchSpec) -> Result<AgentProcess, String> {
+    let bundle = crate::bundle::ensure(ctx, &spec.bundle_id).await?;
+    let workspace = if spec.writable {
+        let workspace = Workspace::at(&ctx.settings.workspace_root(&agent.session_id));
+        if !workspace.is_prepared().await {
+            let owner = ctx.sandbox.workspace_owner();
+            workspace
+                .prepare(&bundle, owner)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        workspace.tree
+    } else {
+        bundle
+    };
+    let request = SandboxRequest {
+        session_id: agent.session_id.clone(),
+        workspace,
+        writable: spec.writable,
+        agent_binary: ctx.settings.agent_binary.clone(),
+        limits: ctx.settings.limits.clone(),
+        log_filter: spec.log_filter.clone().unwrap_or_else(|| "info".to_owned()),
+    };
+    ctx.sandbox
+        .launch(&request)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+async fn feed_stdin(
+    mut stdin: ultraplan_server::runner::AgentInput,
+    mut lines: mpsc::UnboundedReceiver<String>,
+) {
+    while let Some(line) = lines.recv().await {
+        let mut bytes = line.into_bytes();
+        bytes.push(b'\n');
+        if stdin.write_all(&bytes).await.is_err() || stdin.flush().await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn relay_stderr(
+    mut stderr: ultraplan_server::runner::AgentOutput,
+    agent: AgentRef,
+    up: mpsc::UnboundedSender<Up>,
+) {
+    let mut chunk = vec![0u8; 8192];
+    while let Ok(n) = stderr.read(&mut chunk).await {
+        if n == 0 {
+            return;
+        }
+        let text = String::from_utf8_lossy(&chunk[..n]).into_owned();
+        say(
+            &up,
+            RunnerMessage::Stderr {
+                agent: agent.clone(),
+                text,
+            },
+        );
+    }
+}
+
+/// Relay stdout lines until the agent closes it, a line is too long, or the server (or a lost
+/// link) says to kill it.
+async fn relay_stdout(
+    stdout: ultraplan_server::runner::AgentOutput,
+    agent: &AgentRef,
+    up: &mpsc::UnboundedSender<Up>,
+    mut kill_rx: oneshot::Receiver<()>,
+    control: &mut AgentControl,
+) {
+    let mut reader = BufReader::new(stdout);
+    let mut line = Vec::new();
+    loop {
+        tokio::select! {
+            read = crate::lines::read_capped(&mut reader, &mut line, MAX_FRAME_BYTES) => match read {
+                Ok(true) => {
+                    let line = String::from_utf8_lossy(&line).into_owned();
+                    say(up, RunnerMessage::Stdout { agent: agent.clone(), line });
+                }
+                Ok(false) => return,
+                Err(error) => {
+                    tracing::warn!(session_id = %agent.session_id, %error, "killing the agent");
+                    control.start_kill();
+                    return;
+                }
+            },
+            _ = &mut kill_rx => {
+                tracing::info!(session_id = %agent.session_id, epoch = agent.epoch, "killing the agent as the server asked (or its link was lost)");
+                control.start_kill();
+                return;
+            }
+        }
+    }
+}
+
+/// An executing agent ended: send the patch of its copy (when the link is still up), then
+/// drop the copy. A session resumed later starts from its bundle again.
+async fn finish_workspace(ctx: &Context, agent: &AgentRef, up: &mpsc::UnboundedSender<Up>) {
+    let root = ctx.settings.workspace_root(&agent.session_id);
+    if !up.is_closed() {
+        let message = match patch_of(&root, MAX_PATCH_BYTES).await {
+            Ok(patch) => RunnerMessage::Patch {
+                agent: agent.clone(),
+                diff_base64: base64::engine::general_purpose::STANDARD.encode(&patch.diff),
+                summary: patch.summary,
+            },
+            Err(error) => RunnerMessage::PatchFailed {
+                agent: agent.clone(),
+                reason: error.to_string(),
+            },
+        };
+        say(up, message);
+    }
+    let removed = tokio::task::spawn_blocking(move || {
+        ultraplan_server::execution::remove_workspace_root(&root)
+    })
+    .await;
+    if let Ok(Err(error)) | Err(error) = removed.map_err(std::io::Error::other) {
+        tracing::warn!(session_id = %agent.session_id, %error, "cannot remove the execution workspace");
+    }
+}
