@@ -1,6 +1,8 @@
-//! Shared support for the end-to-end suites: server harness, repo fixtures, fake model servers.
+//! Shared support for the end-to-end suites: server and runner harnesses, repo fixtures, fake
+//! model servers.
 
 pub mod fake_models;
 pub mod faults;
 pub mod harness;
+pub mod runners;
 pub mod s3;

@@ -4,11 +4,13 @@
 mod blobs;
 mod bundle_encoding;
 mod cli_script;
+mod cluster;
 mod common;
 mod execution;
 mod execution_limits;
 mod failover;
 mod faults;
+mod fleet;
 mod flows;
 mod gateway_anthropic;
 mod gateway_openai;
