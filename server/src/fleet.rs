@@ -1,4 +1,4 @@
-//! Keyless runners linked to this process (docs/ARCHITECTURE.md §5.5).
+//! Keyless runners linked to this process (docs/ARCHITECTURE.md §5.3).
 //!
 //! Each linked runner gets a runner of its own here: an [`Orchestrator`] over the runner's
 //! link, claiming sessions under leases in the runner's name up to its capacity. The session
@@ -7,7 +7,7 @@
 //! its sessions go back to the queue at once, still marked running, and the next runner
 //! resumes them from the log.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::core::Core;
@@ -40,7 +40,8 @@ struct FleetInner {
     models: Arc<dyn ModelBackend>,
     /// What every linked runner's sessions run with, but its name and capacity.
     template: OrchestratorSettings,
-    linked: Mutex<HashSet<String>>,
+    /// The orchestrator of each linked runner, by lease name (`None` while it joins).
+    linked: Mutex<HashMap<String, Option<Orchestrator>>>,
 }
 
 /// A joined runner: its link and the orchestrator that claims for it.
@@ -56,12 +57,12 @@ impl Fleet {
                 core,
                 models,
                 template,
-                linked: Mutex::new(HashSet::new()),
+                linked: Mutex::new(HashMap::new()),
             }),
         }
     }
 
-    fn linked(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+    fn linked(&self) -> std::sync::MutexGuard<'_, HashMap<String, Option<Orchestrator>>> {
         self.inner.linked.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -91,8 +92,13 @@ impl Fleet {
         if capacity == 0 || capacity > MAX_CAPACITY {
             return Err(JoinError::Capacity(capacity));
         }
-        if !self.linked().insert(name.to_owned()) {
-            return Err(JoinError::AlreadyLinked(name.to_owned()));
+        // Reserved under one lock: two links of one name never both join.
+        {
+            let mut linked = self.linked();
+            if linked.contains_key(name) {
+                return Err(JoinError::AlreadyLinked(name.to_owned()));
+            }
+            linked.insert(name.to_owned(), None);
         }
         let mut settings = self.inner.template.clone();
         settings.runner_name = name.to_owned();
@@ -103,6 +109,8 @@ impl Fleet {
             self.inner.models.clone(),
             settings,
         );
+        self.linked()
+            .insert(name.to_owned(), Some(orchestrator.clone()));
         match orchestrator.start(false).await {
             Ok(requeued) => tracing::info!(runner = name, capacity, requeued, "runner linked"),
             Err(error) => {
@@ -110,6 +118,12 @@ impl Fleet {
             }
         }
         Ok(Member { link, orchestrator })
+    }
+
+    /// Sessions whose agents the linked runners run now.
+    pub fn agents_running(&self) -> usize {
+        let members: Vec<Orchestrator> = self.linked().values().flatten().cloned().collect();
+        members.iter().map(Orchestrator::live_count).sum()
     }
 
     /// The runner's link is gone: its agents are gone with it, so its sessions go back to the

@@ -1,5 +1,5 @@
 //! The runner's two loops: claim waiting sessions while slots are free, and renew the leases
-//! of the sessions it runs (docs/ARCHITECTURE.md §5.4).
+//! of the sessions it runs (docs/ARCHITECTURE.md §5.2).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;

@@ -78,7 +78,7 @@ pub(crate) struct Inner {
 }
 
 /// This server's runner: claims waiting sessions under leases, starts, feeds and stops their
-/// agents (docs/ARCHITECTURE.md §5.4).
+/// agents (docs/ARCHITECTURE.md §5.2).
 #[derive(Clone)]
 pub struct Orchestrator {
     inner: Arc<Inner>,

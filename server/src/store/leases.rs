@@ -1,4 +1,4 @@
-//! The types of the lease a runner holds on a session (docs/ARCHITECTURE.md §5.4).
+//! The types of the lease a runner holds on a session (docs/ARCHITECTURE.md §5.2).
 
 use super::SessionRow;
 

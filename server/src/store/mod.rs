@@ -245,7 +245,7 @@ pub trait Store: Send + Sync + 'static {
     /// Record one model call and add its usage to the session's total; returns the new total.
     async fn record_model_call(&self, call: &ModelCall) -> StoreResult<Usage>;
 
-    // --- leases (docs/ARCHITECTURE.md §5.4) ---
+    // --- leases (docs/ARCHITECTURE.md §5.2) ---
     /// Put the session in the queue for a runner, unless it is archived or a runner holds it;
     /// `true` when it was queued.
     async fn queue_session(&self, session_id: &str, now: i64) -> StoreResult<bool>;

@@ -44,10 +44,14 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     // A failed count is left out rather than reported as an empty queue.
     let queued = state.core.store.sessions_waiting(now_ms()).await.ok();
     #[allow(clippy::cast_precision_loss)]
-    let running = state
+    let running = (state
         .agents
         .orchestrator()
-        .map_or(0, crate::orchestrator::Orchestrator::live_count) as f64;
+        .map_or(0, crate::orchestrator::Orchestrator::live_count)
+        + state
+            .fleet
+            .as_ref()
+            .map_or(0, crate::fleet::Fleet::agents_running)) as f64;
     let mut gauges = vec![
         (
             "event_waiters",
@@ -56,7 +60,7 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
         ),
         (
             "agents_running",
-            "Sessions whose agent this process's runner runs.",
+            "Sessions whose agent this process's runner, or a runner linked to it, runs.",
             running,
         ),
     ];

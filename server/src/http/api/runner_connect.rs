@@ -1,4 +1,4 @@
-//! `GET /v1/runner/connect`: a keyless runner's link (docs/ARCHITECTURE.md §5.5). The runner
+//! `GET /v1/runner/connect`: a keyless runner's link (docs/ARCHITECTURE.md §5.3). The runner
 //! dials out with its runner token, says `hello`, and from then on the WebSocket carries the
 //! messages of `ultraplan_protocol::runner` both ways until either side goes.
 

@@ -300,7 +300,7 @@ pub fn session_view(input: &SessionInput<'_>) -> SessionView {
     }
 }
 
-/// Where a session's agent runs, said honestly (docs/ARCHITECTURE.md §5.4).
+/// Where a session's agent runs, said honestly (docs/ARCHITECTURE.md §5.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement {
     /// CSS class: `runner`, `parked` or `waiting`.

@@ -1,5 +1,5 @@
 //! A sandbox on another machine: a keyless runner (`ultraplan-runner`) linked to this server
-//! over one WebSocket (docs/ARCHITECTURE.md §5.5).
+//! over one WebSocket (docs/ARCHITECTURE.md §5.3).
 //!
 //! The session task drives a remote agent exactly as a local one: it gets an
 //! [`AgentProcess`] whose stdio are in-memory pipes. [`RemoteLink`] routes the runner's

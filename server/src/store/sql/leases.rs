@@ -1,5 +1,5 @@
 //! Leases: runners claim sessions that wait for one, renew their hold, and give it up
-//! (docs/ARCHITECTURE.md §5.4). The epoch a claim sets is the fencing token every write of the
+//! (docs/ARCHITECTURE.md §5.2). The epoch a claim sets is the fencing token every write of the
 //! holder carries ([`super::events::append`]).
 
 use ultraplan_protocol::events::Event;
