@@ -125,8 +125,13 @@ pub enum Decision {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         plan: Option<String>,
     },
-    /// Reject with feedback the agent must address.
-    Reject { feedback: String },
+    /// Reject with feedback the agent must address, and the ids of the plan's inline
+    /// comments it carries (feedback may be empty when comments are given).
+    Reject {
+        feedback: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        comment_ids: Vec<String>,
+    },
     /// Send the plan back to the terminal to implement locally.
     Teleport {},
 }

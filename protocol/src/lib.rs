@@ -4,6 +4,7 @@
 //! - [`events`]: the SDK-message shaped events of the append-only session log;
 //! - [`session`]: the session resource, statuses and phases;
 //! - [`api`]: HTTP request and response bodies;
+//! - [`comments`]: inline comments on a plan's passages;
 //! - [`model`]: provider-neutral model requests in Anthropic Messages shape;
 //! - [`usage`]: token usage with prompt-cache detail (events and model calls both carry it);
 //! - [`model_spec`]: the configured model names (`anthropic:<id>`, `openai:<id>`, `offline`);
@@ -17,6 +18,7 @@
 
 pub mod activity;
 pub mod api;
+pub mod comments;
 pub mod constants;
 pub mod events;
 pub mod expiry;

@@ -20,10 +20,10 @@ pub fn decision_tool_result(decision: &Decision, proposed_plan: &str) -> (String
         }
         // Feedback that opens with the teleport sentinel would read as a teleport: say it is
         // feedback first (found by the scanner property test).
-        Decision::Reject { feedback } if extract_teleport_plan(feedback).is_some() => {
+        Decision::Reject { feedback, .. } if extract_teleport_plan(feedback).is_some() => {
             (format!("Feedback: {feedback}"), true)
         }
-        Decision::Reject { feedback } => (feedback.clone(), true),
+        Decision::Reject { feedback, .. } => (feedback.clone(), true),
         Decision::Teleport {} => (format!("{TELEPORT_SENTINEL}\n{proposed_plan}"), true),
     }
 }
@@ -83,6 +83,7 @@ mod tests {
             (
                 Decision::Reject {
                     feedback: "add tests".into(),
+                    comment_ids: Vec::new(),
                 },
                 "add tests",
                 true,
@@ -125,6 +126,7 @@ mod tests {
         ] {
             let decision = Decision::Reject {
                 feedback: feedback.to_owned(),
+                comment_ids: Vec::new(),
             };
             let (text, is_error) = decision_tool_result(&decision, "1. plan");
             assert!(is_error);

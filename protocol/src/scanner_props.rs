@@ -93,6 +93,7 @@ fn body(ev: &Ev) -> EventBody {
                 },
                 Dec::Reject(feedback) => Decision::Reject {
                     feedback: feedback.clone(),
+                    comment_ids: Vec::new(),
                 },
                 Dec::Teleport => Decision::Teleport {},
                 Dec::NoMarker => {

@@ -52,6 +52,7 @@ fn approve_edited(id: &str, proposed: &str, edited: &str) -> EventBody {
 fn reject(id: &str, feedback: &str) -> EventBody {
     let decision = Decision::Reject {
         feedback: feedback.to_owned(),
+        comment_ids: Vec::new(),
     };
     decided(id, &decision, "the proposed plan")
 }

@@ -133,6 +133,7 @@ mod tests {
             (
                 Decision::Reject {
                     feedback: "no".to_owned(),
+                    comment_ids: Vec::new(),
                 },
                 true,
                 None,

@@ -97,12 +97,14 @@ mod tests {
             (
                 ApiDecision::Reject {
                     feedback: "add tests".into(),
+                    comment_ids: Vec::new(),
                 },
                 Decision::Rejected,
             ),
             (
                 ApiDecision::Reject {
                     feedback: "__ULTRAPLAN_TELEPORT_LOCALE__ no".into(),
+                    comment_ids: Vec::new(),
                 },
                 Decision::Rejected,
             ),

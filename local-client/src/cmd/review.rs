@@ -69,6 +69,7 @@ pub async fn reject(env: &Env, id: &str, feedback: &str) -> anyhow::Result<ExitC
     let (client, _) = env.client()?;
     let decision = Decision::Reject {
         feedback: feedback.to_owned(),
+        comment_ids: Vec::new(),
     };
     let plan = decide(&client, id, &decision).await?;
     println!(

@@ -102,6 +102,7 @@ fn rejection_counts_and_keeps_polling() {
     );
     let reject = Decision::Reject {
         feedback: "more tests".into(),
+        comment_ids: Vec::new(),
     };
     let actions = m.step(
         tick(vec![decision(2, "t1", &reject)], SessionStatus::Running),

@@ -255,6 +255,7 @@ fn approval_hands_over_to_execution_when_the_server_executes() {
     });
     let reject = answer(&Decision::Reject {
         feedback: "more tests".into(),
+        comment_ids: Vec::new(),
     });
     let teleport = answer(&Decision::Teleport {});
     // (executes, decision, effects wanted)

@@ -21,7 +21,10 @@ pub enum DecisionOutcome {
 
 fn check(decision: &Decision) -> SessionResult<()> {
     match decision {
-        Decision::Reject { feedback } if feedback.trim().is_empty() => {
+        Decision::Reject {
+            feedback,
+            comment_ids,
+        } if feedback.trim().is_empty() && comment_ids.is_empty() => {
             Err(SessionError::FeedbackRequired)
         }
         Decision::Approve { plan: Some(plan) } if plan.trim().is_empty() => {

@@ -275,12 +275,30 @@ pub fn same_decision(standing: &Decision, requested: &Decision, proposed: &str) 
             let b = b.as_deref().unwrap_or(proposed).trim();
             a == b
         }
-        (Decision::Reject { feedback: a }, Decision::Reject { feedback: b }) => {
-            a.trim() == b.trim()
-        }
+        (
+            Decision::Reject {
+                feedback: a,
+                comment_ids: ca,
+            },
+            Decision::Reject {
+                feedback: b,
+                comment_ids: cb,
+            },
+        ) => a.trim() == b.trim() && same_ids(ca, cb),
         (Decision::Teleport {}, Decision::Teleport {}) => true,
         _ => false,
     }
+}
+
+/// Whether two lists name the same comments, in any order.
+fn same_ids(a: &[String], b: &[String]) -> bool {
+    let mut a: Vec<&String> = a.iter().collect();
+    let mut b: Vec<&String> = b.iter().collect();
+    a.sort();
+    a.dedup();
+    b.sort();
+    b.dedup();
+    a == b
 }
 
 #[cfg(test)]
@@ -296,6 +314,7 @@ mod tests {
     fn reject(f: &str) -> Decision {
         Decision::Reject {
             feedback: f.to_owned(),
+            comment_ids: Vec::new(),
         }
     }
 

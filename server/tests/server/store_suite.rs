@@ -278,6 +278,7 @@ async fn decisions_are_atomic_and_idempotent(store: Arc<dyn Store>) {
         .expect("append");
     let reject = Decision::Reject {
         feedback: "add tests".into(),
+        comment_ids: Vec::new(),
     };
     let DecideOutcome::Decided { plan, event } =
         decide(&store, &s.id, "p1", &reject).await.expect("decide")
@@ -346,6 +347,7 @@ async fn concurrent_decisions_have_one_winner(store: Arc<dyn Store>) {
         Decision::Teleport {},
         Decision::Reject {
             feedback: "x".into(),
+            comment_ids: Vec::new(),
         },
     ];
     let mut tasks = Vec::new();

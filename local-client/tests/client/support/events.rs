@@ -35,6 +35,7 @@ pub fn rejected(tool_use_id: &str) -> EventBody {
         tool_use_id,
         &Decision::Reject {
             feedback: "cover the error path".into(),
+            comment_ids: Vec::new(),
         },
     )
 }

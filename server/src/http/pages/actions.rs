@@ -83,7 +83,10 @@ pub fn to_decision(form: &DecisionForm) -> PageResult<Result<Decision, Notice>> 
             if feedback.trim().is_empty() {
                 Err(Notice::FeedbackRequired)
             } else {
-                Ok(Decision::Reject { feedback })
+                Ok(Decision::Reject {
+                    feedback,
+                    comment_ids: Vec::new(),
+                })
             }
         }
         "teleport" => Ok(Decision::Teleport {}),
@@ -213,7 +216,8 @@ mod tests {
         assert_eq!(
             ok(form("reject", "", "more\r\ntests")),
             Decision::Reject {
-                feedback: "more\ntests".into()
+                feedback: "more\ntests".into(),
+                comment_ids: Vec::new(),
             }
         );
         assert_eq!(ok(form("teleport", "", "")), Decision::Teleport {});

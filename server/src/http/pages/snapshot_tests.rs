@@ -94,6 +94,7 @@ fn session_page() {
     let row = row(SessionStatus::RequiresAction);
     let reject = Decision::Reject {
         feedback: "Add tests <b>please</b>".into(),
+        comment_ids: Vec::new(),
     };
     let plans = vec![
         plan(

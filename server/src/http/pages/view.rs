@@ -139,7 +139,7 @@ fn status(plan: &PlanRow, archived: bool) -> (&'static str, &'static str) {
 
 fn feedback(plan: &PlanRow) -> Option<String> {
     match &plan.decision {
-        Some(Decision::Reject { feedback }) => Some(feedback.clone()),
+        Some(Decision::Reject { feedback, .. }) => Some(feedback.clone()),
         _ => None,
     }
 }

@@ -82,6 +82,7 @@ fn view(row: &SessionRow, plans: &[PlanRow], digest: &Digest, polling: bool) -> 
 fn two_revisions() -> Vec<PlanRow> {
     let reject = Decision::Reject {
         feedback: "Add tests".into(),
+        comment_ids: Vec::new(),
     };
     vec![
         plan(
