@@ -139,6 +139,11 @@ pub async fn run(inner: Arc<Inner>, task: Task) {
         tracing::info!(session_id = %task.session.id, "a plan was approved as its agent ended: queueing its execution");
     }
     task.release(execute_next).await;
+    if !execute_next && failed.is_none() && task.left_an_approval().await {
+        // Approved between the check and the release: the decision saw the session held and
+        // left it to this runner, so it is queued here.
+        task.queue_after_release().await;
+    }
 }
 
 impl SessionTask {

@@ -106,18 +106,17 @@ pub async fn decide(
     }
 }
 
-/// Whether the approved plan still waits for an agent to execute it: no runner holds the
-/// session and its execution has not finished. A busy server may answer the decision after a
-/// runner took it, executed it and let the session go; queueing it then would start a fresh
-/// agent on a finished session.
+/// Whether the approved plan's execution has not finished. A busy server may answer the
+/// decision after a runner took it, executed it and let the session go; queueing it then would
+/// start a fresh agent on a finished session. (Whether a runner holds it is the queue's own
+/// atomic check; a runner that lets it go just after checks the approval again.)
 async fn awaits_an_agent(state: &Core, session_id: &str) -> SessionResult<bool> {
     let Some(row) = state.store.session(session_id).await? else {
         return Ok(false);
     };
-    let executing = row
+    Ok(row
         .execution
-        .is_some_and(|e| e.state == ExecutionState::Executing);
-    Ok(executing && row.runner.is_none())
+        .is_some_and(|e| e.state == ExecutionState::Executing))
 }
 
 /// An approved plan is executing from the moment of the decision, so nobody asking for the

@@ -4,7 +4,7 @@
 use ultraplan_protocol::SessionStatus;
 
 use super::SessionTask;
-use crate::store::AgentState;
+use crate::store::{AgentState, now_ms};
 
 impl SessionTask {
     /// A session an agent ran for before. `false` when nothing is left to run: its execution
@@ -65,6 +65,21 @@ impl SessionTask {
     }
 
     /// Give the claim up; `requeue` puts the session back in the queue for any runner.
+    /// Put the released session back in the queue (any runner of the database may take it).
+    pub(super) async fn queue_after_release(&self) {
+        let state = &self.inner.state;
+        match state.store.queue_session(&self.session.id, now_ms()).await {
+            Ok(true) => {
+                tracing::info!(session_id = %self.session.id, "a plan was approved as its agent ended: queueing its execution");
+                state.bell.ring();
+            }
+            Ok(false) => {}
+            Err(error) => {
+                tracing::error!(session_id = %self.session.id, %error, "cannot queue the approved plan's execution");
+            }
+        }
+    }
+
     pub(super) async fn release(&self, requeue: bool) {
         let store = &self.inner.state.store;
         match store.release_lease(&self.lease, requeue).await {
