@@ -1,13 +1,13 @@
-//! Sessions on a fleet (docs/ARCHITECTURE.md §5.2, §8): one front replica with no runner of its
-//! own and 1, 2 or 3 runner replicas on one PostgreSQL, all real server processes with bwrap
-//! sandboxes and the offline planner.
+//! Sessions on a fleet (docs/ARCHITECTURE.md §5.2, §5.3, §8): one front replica with no runner
+//! of its own and 1, 2 or 3 runners, all real processes with bwrap sandboxes and the offline
+//! planner: `serve` replicas on the same PostgreSQL, or keyless runners linked to the front.
 //!
 //! - claim latency: sessions created one at a time on the front and archived once planned,
 //!   so a runner always has a free slot; the runners' own records (`claimed a session … waited_ms=`) give queued → claimed;
 //! - throughput: a burst of sessions created at once; time until every one has its plan, with
 //!   agents parked soon after (so the waiting ones free their slots).
 //!
-//!   bench/fleet.sh [BURST=24]
+//!   bench/fleet.sh [BURST=24] [replicas|keyless|both]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::sync::Arc;
@@ -15,17 +15,39 @@ use std::time::Instant;
 
 use ultraplan_tests::faults::Postgres;
 use ultraplan_tests::harness::{ServerProcess, demo_repo, plan_call};
+use ultraplan_tests::runners::{RunnerProcess, runner_token};
 
 const SEQUENTIAL: usize = 20;
+
+/// How the fleet's runners run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// `serve` replicas on the database, each with its own runner.
+    Replicas,
+    /// Keyless `ultraplan-runner` processes linked to the front.
+    Keyless,
+}
 
 struct Fleet {
     front: Arc<ServerProcess>,
     runners: Vec<ServerProcess>,
+    links: Vec<RunnerProcess>,
     _pg: Postgres,
     _blobs: tempfile::TempDir,
 }
 
-async fn fleet(runners: usize) -> Fleet {
+impl Fleet {
+    /// The logs that record claims: each replica's, or the front's for its linked runners.
+    fn claim_logs(&self) -> Vec<String> {
+        if self.links.is_empty() {
+            self.runners.iter().map(ServerProcess::log).collect()
+        } else {
+            vec![self.front.log()]
+        }
+    }
+}
+
+async fn fleet(kind: Kind, runners: usize) -> Fleet {
     let pg = Postgres::launch().await.expect("postgres");
     let blobs = tempfile::tempdir().expect("blobs");
     let blob_url = format!("file://{}", blobs.path().display());
@@ -48,7 +70,18 @@ async fn fleet(runners: usize) -> Fleet {
         .collect();
     let front = ServerProcess::start(&refs).await.expect("front");
     let mut started = Vec::new();
-    for n in 0..runners {
+    let mut links = Vec::new();
+    if kind == Kind::Keyless {
+        let token = runner_token(&front, "bench").await.expect("token");
+        for n in 0..runners {
+            let name = format!("runner-{n}");
+            let link = RunnerProcess::start(&front.base_url, &token, "bench", &name, 2)
+                .await
+                .expect("runner");
+            links.push(link);
+        }
+    }
+    for n in (0..runners).filter(|_| kind == Kind::Replicas) {
         let env = base(format!("runner-{n}"));
         let refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         started.push(
@@ -60,6 +93,7 @@ async fn fleet(runners: usize) -> Fleet {
     Fleet {
         front: Arc::new(front),
         runners: started,
+        links,
         _pg: pg,
         _blobs: blobs,
     }
@@ -91,13 +125,12 @@ async fn released(front: &ServerProcess, id: &str) {
     panic!("session {id} was never released");
 }
 
-/// Every `waited_ms=` the runners logged when they claimed a session.
-fn claim_waits(runners: &[ServerProcess]) -> Vec<u64> {
-    let mut waits: Vec<u64> = runners
+/// Every `waited_ms=` logged when a session was claimed.
+fn claim_waits(logs: &[String]) -> Vec<u64> {
+    let mut waits: Vec<u64> = logs
         .iter()
-        .flat_map(|r| {
-            r.log()
-                .lines()
+        .flat_map(|log| {
+            log.lines()
                 .filter(|l| l.contains("claimed a session"))
                 .filter_map(|l| {
                     let (_, rest) = l.split_once("waited_ms=")?;
@@ -123,8 +156,8 @@ fn quantile(sorted: &[u64], q: f64) -> u64 {
     sorted[at]
 }
 
-async fn run(runners: usize, burst: usize) {
-    let fleet = fleet(runners).await;
+async fn run(kind: Kind, runners: usize, burst: usize) {
+    let fleet = fleet(kind, runners).await;
     let bundle = fleet.front.upload(&demo_repo()).await.expect("upload");
     for i in 0..SEQUENTIAL {
         let id = to_plan(&fleet.front, &bundle, &format!("fix the login bug {i}")).await;
@@ -140,7 +173,7 @@ async fn run(runners: usize, burst: usize) {
         assert_eq!(code, 200);
         released(&fleet.front, &id).await;
     }
-    let waits = claim_waits(&fleet.runners);
+    let waits = claim_waits(&fleet.claim_logs());
     let started = Instant::now();
     let tasks: Vec<_> = (0..burst)
         .map(|i| {
@@ -155,12 +188,17 @@ async fn run(runners: usize, burst: usize) {
         task.await.expect("session");
     }
     let took = started.elapsed();
-    let all = claim_waits(&fleet.runners);
+    let all = claim_waits(&fleet.claim_logs());
     let per_minute = burst as f64 / took.as_secs_f64() * 60.0;
     println!(
-        "{runners} runner(s) × 2 slots: claim latency (idle fleet, {} claims) p50 {} ms, p95 {} ms; \
+        "{} {runners} runner(s) × 2 slots: claim latency (idle fleet, {} claims) p50 {} ms, p95 {} ms; \
          burst of {burst} → every plan in {:.1} s = {per_minute:.0} sessions/min \
          (claims incl. resumes after parking: {}, max queue wait {} ms)",
+        if kind == Kind::Keyless {
+            "keyless"
+        } else {
+            "replica"
+        },
         waits.len(),
         quantile(&waits, 0.5),
         quantile(&waits, 0.95),
@@ -176,7 +214,14 @@ async fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(24);
-    for runners in [1, 2, 3] {
-        run(runners, burst).await;
+    let kinds = match std::env::args().nth(2).as_deref() {
+        Some("replicas") => vec![Kind::Replicas],
+        Some("keyless") => vec![Kind::Keyless],
+        _ => vec![Kind::Replicas, Kind::Keyless],
+    };
+    for kind in kinds {
+        for runners in [1, 2, 3] {
+            run(kind, runners, burst).await;
+        }
     }
 }

@@ -64,6 +64,10 @@ pub enum BlobError {
     #[error("{0:?} is not a bundle id (64 lowercase hex characters)")]
     InvalidId(String),
 
+    /// The blob is larger than its reader accepts.
+    #[error("{key} in the blob store is larger than {max_bytes} bytes")]
+    TooLarge { key: String, max_bytes: usize },
+
     /// A blocking task died.
     #[error("a blob store task failed: {0}")]
     Task(String),
@@ -79,7 +83,7 @@ impl BlobError {
             BlobError::Local { .. } | BlobError::Unpack { .. } | BlobError::Task(_) => {
                 "blob_store_local_io"
             }
-            BlobError::Damaged { .. } => "blob_damaged",
+            BlobError::Damaged { .. } | BlobError::TooLarge { .. } => "blob_damaged",
             BlobError::InvalidId(_) => "invalid_sha256",
         }
     }

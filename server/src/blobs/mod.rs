@@ -50,6 +50,11 @@ pub fn bundle_key_as(sha: &str, encoding: BundleEncoding) -> String {
     format!("bundles/{sha}.{}", encoding.extension())
 }
 
+/// The blob key of a session's execution patch (its unified diff).
+pub fn patch_key(session_id: &str) -> String {
+    format!("patches/{session_id}.diff")
+}
+
 /// The bundle id of a blob key under `bundles/`, if it is one (of either encoding).
 pub fn bundle_of_key(key: &str) -> Option<&str> {
     let name = key.strip_prefix("bundles/")?;
@@ -199,6 +204,32 @@ impl BlobStore {
             .await
             .map_err(|e| self.store_error("completing the upload of", key, e))?;
         Ok(sent)
+    }
+
+    /// Store `bytes` as `key` in one request; the blob appears whole or not at all.
+    pub async fn put_bytes(&self, key: &str, bytes: Bytes) -> Result<(), BlobError> {
+        self.store
+            .put(&self.key(key), bytes.into())
+            .await
+            .map_err(|e| self.store_error("uploading", key, e))?;
+        Ok(())
+    }
+
+    /// The whole blob, refused past `max_bytes`.
+    pub async fn get_bytes(&self, key: &str, max_bytes: usize) -> Result<Vec<u8>, BlobError> {
+        let mut stream = self.raw_stream(key).await?;
+        let mut out = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| self.store_error("downloading", key, e))?;
+            if out.len() + chunk.len() > max_bytes {
+                return Err(BlobError::TooLarge {
+                    key: key.to_owned(),
+                    max_bytes,
+                });
+            }
+            out.extend_from_slice(&chunk);
+        }
+        Ok(out)
     }
 
     /// The blob's bytes as a stream of chunks.

@@ -28,7 +28,7 @@ pub use restart::{finish_abandoned, settle_finished};
 pub use workspace::{Patch, Workspace, remove_root as remove_workspace_root};
 
 use crate::core::Core;
-use crate::store::SessionRow;
+use crate::store::{PatchRow, SessionRow, StoreError, StoreResult};
 
 /// Largest patch the server stores.
 pub const MAX_PATCH_BYTES: usize = 64 * 1024 * 1024;
@@ -129,6 +129,32 @@ pub async fn finish_from(
     outcome.map(|_| ())
 }
 
+/// A session's stored patch: its diff from the blob store, or from the database for a patch
+/// stored before diffs moved to the blob store (its row holds the diff itself).
+pub async fn load_patch(state: &Core, session_id: &str) -> StoreResult<Option<PatchRow>> {
+    let Some(mut row) = state.store.patch(session_id).await? else {
+        return Ok(None);
+    };
+    let wanted = usize::try_from(row.summary.bytes).unwrap_or(usize::MAX);
+    if row.diff.is_empty() && wanted > 0 {
+        let corrupt = |e: String| StoreError::Corrupt(format!("the patch of {session_id}: {e}"));
+        let blobs = state.config.blobs().map_err(|e| corrupt(e.to_string()))?;
+        let key = crate::blobs::patch_key(session_id);
+        let diff = blobs
+            .get_bytes(&key, MAX_PATCH_BYTES)
+            .await
+            .map_err(|e| corrupt(e.to_string()))?;
+        if diff.len() != wanted {
+            return Err(corrupt(format!(
+                "the blob holds {} bytes, the summary says {wanted}",
+                diff.len()
+            )));
+        }
+        row.diff = diff;
+    }
+    Ok(Some(row))
+}
+
 /// Drop a finished execution's copy: the stored patch is all that is kept. A workspace whose
 /// patch failed stays for inspection.
 async fn remove_workspace(state: &Core, session_id: &str) {
@@ -179,15 +205,29 @@ async fn store_remote(
     save(state, session, Patch { diff, summary }).await
 }
 
+/// The diff goes to the blob store (`patches/<session>.diff`), where every replica finds it;
+/// the database keeps the summary, whose `bytes` say how long the diff is. An empty diff needs
+/// no blob.
 async fn save(
     state: &Core,
     session: &SessionRow,
     mut patch: Patch,
 ) -> Result<Patch, ExecutionError> {
     patch.summary.base_commit = session.context.base.commit.clone();
+    if !patch.diff.is_empty() {
+        let blobs = state
+            .config
+            .blobs()
+            .map_err(|e| ExecutionError::Io(e.to_string()))?;
+        let bytes = bytes::Bytes::from(patch.diff.clone());
+        blobs
+            .put_bytes(&crate::blobs::patch_key(&session.id), bytes)
+            .await
+            .map_err(|e| ExecutionError::Io(e.to_string()))?;
+    }
     state
         .store
-        .save_patch(&session.id, &patch.diff, &patch.summary)
+        .save_patch(&session.id, &[], &patch.summary)
         .await?;
     tracing::info!(
         session_id = %session.id,

@@ -74,7 +74,12 @@ async fn create_inner(
         title,
         bundle_id: Some(req.bundle_id.clone()),
         context: req.session_context,
-        status: SessionStatus::Idle,
+        // Queued for a runner is running to the person waiting: only a session no agent can
+        // run is idle (a full fleet must not read as "needs your input").
+        status: match agents.problem() {
+            None => SessionStatus::Running,
+            Some(_) => SessionStatus::Idle,
+        },
     };
     let (row, events) = core.store.create_session(&new, &req.events).await?;
     core.after_append(&row, &events).await;

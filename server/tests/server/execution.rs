@@ -500,10 +500,7 @@ async fn escaping_symlinks_never_reach_the_stored_patch() {
     .await
     .expect("finish");
 
-    let stored = state
-        .core
-        .store
-        .patch(&id)
+    let stored = ultraplan_server::execution::load_patch(&state.core, &id)
         .await
         .expect("store")
         .expect("patch");

@@ -58,12 +58,14 @@ pub async fn stored_patch(state: &AppState, row: &SessionRow) -> ApiResult<Patch
             "execution_running",
             "the agent is still executing the plan; the patch is ready when it finishes",
         )),
-        Some(ExecutionState::Finished) => state.core.store.patch(&row.id).await?.ok_or_else(|| {
-            ApiError::missing(
-                "no_patch",
-                "the execution ended without a patch; the session log says why",
-            )
-        }),
+        Some(ExecutionState::Finished) => crate::execution::load_patch(&state.core, &row.id)
+            .await?
+            .ok_or_else(|| {
+                ApiError::missing(
+                    "no_patch",
+                    "the execution ended without a patch; the session log says why",
+                )
+            }),
     }
 }
 

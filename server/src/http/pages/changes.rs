@@ -130,7 +130,7 @@ pub async fn load(state: &AppState, row: &SessionRow) -> StoreResult<Option<Chan
     };
     let patch = match execution.state {
         ExecutionState::Executing => None,
-        ExecutionState::Finished => state.core.store.patch(&row.id).await?,
+        ExecutionState::Finished => crate::execution::load_patch(&state.core, &row.id).await?,
     };
     Ok(changes_view(Some(execution), patch.as_ref()))
 }

@@ -40,16 +40,11 @@ pub async fn patch_diff(
                 "The agent is still executing the plan; the patch is ready when it finishes.",
             ));
         }
-        Some(ExecutionState::Finished) => {
-            state
-                .core
-                .store
-                .patch(&row.id)
-                .await?
-                .ok_or(PageError::Missing(
-                    "The execution ended without a patch; the session log says why.",
-                ))?
-        }
+        Some(ExecutionState::Finished) => crate::execution::load_patch(&state.core, &row.id)
+            .await?
+            .ok_or(PageError::Missing(
+                "The execution ended without a patch; the session log says why.",
+            ))?,
     };
     let disposition = format!("attachment; filename=\"{}\"", file_name(&row.id));
     let mut response = patch.diff.into_response();
