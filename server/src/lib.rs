@@ -6,6 +6,7 @@
 pub mod auth;
 pub mod blobs;
 pub mod bundles;
+pub mod comments;
 pub mod config;
 pub mod core;
 pub mod execution;

@@ -6,6 +6,7 @@ use ultraplan_protocol::api::Decision;
 use ultraplan_protocol::events::EventBody;
 use ultraplan_protocol::plan_text::decision_tool_result;
 
+use crate::comments::{CommentText, with_comments};
 use crate::store::{AppendEffects, NewPlan};
 
 /// What appending `events` does beyond the log: each main-agent ExitPlanMode call proposes a
@@ -29,7 +30,21 @@ pub fn append_effects(events: &[EventBody]) -> AppendEffects {
 /// The tool_result a decision on the plan `proposed` (called as `tool_use_id`) appends for
 /// the agent.
 pub fn decision_result(tool_use_id: &str, decision: &Decision, proposed: &str) -> EventBody {
-    let (content, is_error) = decision_tool_result(decision, proposed);
+    decision_result_with(tool_use_id, decision, proposed, &[])
+}
+
+/// [`decision_result`] for a decision that carries inline comments: a rejection's text keeps
+/// its contract and lists the comments after it ([`crate::comments::with_comments`]).
+pub fn decision_result_with(
+    tool_use_id: &str,
+    decision: &Decision,
+    proposed: &str,
+    comments: &[CommentText<'_>],
+) -> EventBody {
+    let (mut content, is_error) = decision_tool_result(decision, proposed);
+    if matches!(decision, Decision::Reject { .. }) {
+        content = with_comments(&content, comments);
+    }
     EventBody::tool_result(tool_use_id, content, is_error)
 }
 

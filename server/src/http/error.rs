@@ -129,7 +129,8 @@ impl From<SessionError> for ApiError {
             SessionError::Disabled => ApiError::Forbidden(error.to_string()),
             SessionError::AlreadyArchived
             | SessionError::Archived(_)
-            | SessionError::DecisionConflict { .. } => ApiError::conflict(code, error.to_string()),
+            | SessionError::DecisionConflict { .. }
+            | SessionError::PlanNotPending(_) => ApiError::conflict(code, error.to_string()),
             SessionError::Invalid { .. }
             | SessionError::FeedbackRequired
             | SessionError::EmptyPlan

@@ -5,6 +5,7 @@ use ultraplan_protocol::patch::{Execution, ExecutionState};
 use ultraplan_protocol::session::SessionStatus;
 
 use super::{SessionError, SessionResult};
+use crate::comments::CommentText;
 use crate::core::Core;
 use crate::orchestrator::Agents;
 use crate::store::{DecideOutcome, SessionRow};
@@ -53,7 +54,22 @@ pub async fn decide(
     // the one the decision appends.
     let outcome = match state.store.plan(&session.id, tool_use_id).await? {
         Some(plan) => {
-            let result = crate::plans::decision_result(tool_use_id, decision, &plan.plan);
+            let ids = match decision {
+                Decision::Reject { comment_ids, .. } => comment_ids.as_slice(),
+                _ => &[],
+            };
+            let named =
+                super::comments::named_comments(state, &session.id, tool_use_id, ids).await?;
+            let texts: Vec<CommentText<'_>> = named
+                .iter()
+                .map(|c| CommentText {
+                    quote: &c.quote,
+                    heading_path: &c.heading_path,
+                    body: &c.body,
+                })
+                .collect();
+            let result =
+                crate::plans::decision_result_with(tool_use_id, decision, &plan.plan, &texts);
             state
                 .store
                 .decide_plan(&session.id, tool_use_id, decision, &result)

@@ -36,6 +36,9 @@ pub enum SessionError {
     /// No such plan is pending.
     #[error("no plan {0} is pending in this session")]
     NoPendingPlan(String),
+    /// The plan exists but was decided: it takes no more comments.
+    #[error("plan {0} is no longer pending")]
+    PlanNotPending(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -61,6 +64,7 @@ impl SessionError {
             SessionError::Archived(_) => "session_archived",
             SessionError::DecisionConflict { .. } => "decision_conflict",
             SessionError::NoPendingPlan(_) => "no_pending_plan",
+            SessionError::PlanNotPending(_) => "plan_not_pending",
             SessionError::Store(_) => "internal",
         }
     }

@@ -4,6 +4,7 @@
 //! boundary; none of them knows about HTTP.
 
 mod archive;
+mod comments;
 mod create;
 mod decide;
 mod error;
@@ -12,6 +13,7 @@ mod resource;
 mod validate;
 
 pub use archive::archive;
+pub use comments::{add_comment, list_comments, reopen_comment, session_comments};
 pub use create::{create, record_create_failure};
 pub use decide::{DecisionOutcome, decide};
 pub use error::{SessionError, SessionResult};

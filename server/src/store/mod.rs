@@ -10,6 +10,7 @@
 
 mod backend;
 mod cache;
+mod comments;
 mod leases;
 mod models;
 mod postgres;
@@ -26,6 +27,7 @@ use ultraplan_protocol::model::Usage;
 use ultraplan_protocol::session::SessionStatus;
 
 pub use cache::CachedStore;
+pub use comments::{AddComment, CommentRow};
 pub use leases::{Author, Claim, Lease};
 pub use models::{
     AgentState, AppendEffects, BundleRow, DecideOutcome, FlagRow, LinkRow, ModelCall, NewPlan,
@@ -297,6 +299,15 @@ pub trait Store: Send + Sync + 'static {
         decision: &Decision,
         result: &EventBody,
     ) -> StoreResult<DecideOutcome>;
+
+    // --- inline comments on plans ---
+    /// Add a comment to its pending plan unless the plan already carries `max`, atomically.
+    async fn add_plan_comment(&self, new: &CommentRow, max: usize) -> StoreResult<AddComment>;
+    /// Carry the comment `new.reopened_from` names over as `new` (on a pending plan) and mark
+    /// it reopened, atomically: nothing is written unless `new` is added.
+    async fn reopen_plan_comment(&self, new: &CommentRow, max: usize) -> StoreResult<AddComment>;
+    /// Every comment of the session, oldest first.
+    async fn plan_comments(&self, session_id: &str) -> StoreResult<Vec<CommentRow>>;
 
     // --- flags and telemetry ---
     async fn list_flags(&self) -> StoreResult<Vec<FlagRow>>;

@@ -7,6 +7,7 @@ mod api;
 mod blob_store;
 mod bundle_encodings;
 mod bundles;
+mod comments;
 mod decisions;
 mod events;
 mod execution;

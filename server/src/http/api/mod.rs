@@ -1,6 +1,7 @@
 //! The `/v1` JSON API (docs/ARCHITECTURE.md §3.1).
 
 pub mod bundles;
+pub mod comments;
 pub mod events;
 mod extract;
 pub mod meta;
@@ -40,6 +41,14 @@ pub fn routes(max_json_body: usize) -> Router<AppState> {
         .route(
             "/v1/sessions/{id}/plans/{tool_use_id}/decision",
             post(sessions::decide),
+        )
+        .route(
+            "/v1/sessions/{id}/plans/{tool_use_id}/comments",
+            get(comments::list).post(comments::create),
+        )
+        .route(
+            "/v1/sessions/{id}/plans/{tool_use_id}/comments/{comment_id}/reopen",
+            post(comments::reopen),
         )
         .layer(DefaultBodyLimit::max(max_json_body))
 }

@@ -24,9 +24,9 @@ use ultraplan_protocol::patch::{Execution, PatchSummary};
 use ultraplan_protocol::session::SessionStatus;
 
 use super::{
-    Admission, AgentState, AppendEffects, BundleRow, Claim, Collected, DecideOutcome, FlagRow,
-    Lease, LinkRow, ModelCall, NewSession, PatchRow, PlanRow, SessionRow, Store, StoreResult,
-    TokenRow, UserRow, WebSessionRow,
+    AddComment, Admission, AgentState, AppendEffects, BundleRow, Claim, Collected, CommentRow,
+    DecideOutcome, FlagRow, Lease, LinkRow, ModelCall, NewSession, PatchRow, PlanRow, SessionRow,
+    Store, StoreResult, TokenRow, UserRow, WebSessionRow,
 };
 
 /// The caching store.
@@ -349,6 +349,15 @@ impl Store for CachedStore {
         self.writing(session_id, decide).await
     }
 
+    async fn add_plan_comment(&self, new: &CommentRow, max: usize) -> StoreResult<AddComment> {
+        self.inner.add_plan_comment(new, max).await
+    }
+    async fn reopen_plan_comment(&self, new: &CommentRow, max: usize) -> StoreResult<AddComment> {
+        self.inner.reopen_plan_comment(new, max).await
+    }
+    async fn plan_comments(&self, session_id: &str) -> StoreResult<Vec<CommentRow>> {
+        self.inner.plan_comments(session_id).await
+    }
     async fn list_flags(&self) -> StoreResult<Vec<FlagRow>> {
         self.inner.list_flags().await
     }

@@ -4,6 +4,7 @@
 //! ([`Backend::write_tx`]); reads and single statements run on its pool.
 
 mod bundles;
+mod comments;
 mod events;
 mod flags;
 mod leases;
@@ -29,9 +30,9 @@ pub(super) use bundles::insert as insert_bundle;
 use super::backend::Backend;
 use super::retention::{self, Admission, Collected};
 use super::{
-    AgentState, AppendEffects, BundleRow, Claim, DecideOutcome, FlagRow, Lease, LinkRow, ModelCall,
-    NewSession, PatchRow, PlanRow, SessionRow, Store, StoreError, StoreResult, TokenRow, UserRow,
-    WebSessionRow,
+    AddComment, AgentState, AppendEffects, BundleRow, Claim, CommentRow, DecideOutcome, FlagRow,
+    Lease, LinkRow, ModelCall, NewSession, PatchRow, PlanRow, SessionRow, Store, StoreError,
+    StoreResult, TokenRow, UserRow, WebSessionRow,
 };
 
 /// A unique-key violation is "already exists"; anything else stays a database error.
@@ -312,6 +313,28 @@ impl<B: Backend> Store for B {
         let outcome = plans::decide(tx.conn(), session_id, tool_use_id, decision, result).await?;
         tx.commit().await?;
         Ok(outcome)
+    }
+
+    async fn add_plan_comment(&self, new: &CommentRow, max: usize) -> StoreResult<AddComment> {
+        let mut tx = self.write_tx().await?;
+        let added = comments::add(tx.conn(), new, max).await?;
+        if matches!(added, AddComment::Added(_)) {
+            tx.commit().await?;
+        }
+        Ok(added)
+    }
+
+    async fn reopen_plan_comment(&self, new: &CommentRow, max: usize) -> StoreResult<AddComment> {
+        let mut tx = self.write_tx().await?;
+        let added = comments::reopen(tx.conn(), new, max).await?;
+        if matches!(added, AddComment::Added(_)) {
+            tx.commit().await?;
+        }
+        Ok(added)
+    }
+
+    async fn plan_comments(&self, session_id: &str) -> StoreResult<Vec<CommentRow>> {
+        comments::of_session(&mut *self.pool(), session_id).await
     }
 
     async fn list_flags(&self) -> StoreResult<Vec<FlagRow>> {

@@ -1,0 +1,143 @@
+//! Inline comments on plan passages, as pure functions (docs/ARCHITECTURE.md §3.2): what a
+//! new comment must satisfy, the headings above its passage, and the text the agent reads
+//! when a rejection carries comments.
+
+use ultraplan_protocol::comments::{MAX_COMMENT_BODY_CHARS, MAX_COMMENT_QUOTE_CHARS};
+
+/// Why a new comment was refused: a stable code and a reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: &'static str,
+    pub message: String,
+}
+
+fn refuse(code: &'static str, message: impl Into<String>) -> Refusal {
+    Refusal {
+        code,
+        message: message.into(),
+    }
+}
+
+/// Check a new comment on `plan`; the heading path of its passage when it is acceptable.
+pub fn check(plan: &str, quote: &str, body: &str) -> Result<Vec<String>, Refusal> {
+    if body.trim().is_empty() {
+        return Err(refuse("comment_body_required", "a comment needs a body"));
+    }
+    if body.chars().count() > MAX_COMMENT_BODY_CHARS {
+        return Err(refuse(
+            "comment_too_long",
+            format!("a comment body is at most {MAX_COMMENT_BODY_CHARS} characters"),
+        ));
+    }
+    if quote.trim().is_empty() {
+        return Err(refuse(
+            "quote_required",
+            "a comment quotes the passage it is about",
+        ));
+    }
+    if quote.chars().count() > MAX_COMMENT_QUOTE_CHARS {
+        return Err(refuse(
+            "quote_too_long",
+            format!("a quoted passage is at most {MAX_COMMENT_QUOTE_CHARS} characters"),
+        ));
+    }
+    let Some(at) = plan.find(quote) else {
+        return Err(refuse(
+            "quote_not_in_plan",
+            "the quoted passage does not occur verbatim in the plan",
+        ));
+    };
+    Ok(heading_path(plan, at))
+}
+
+/// The markdown (ATX) headings enclosing byte offset `at` of `text`, outermost first. Lines
+/// inside fenced code blocks are not headings.
+pub fn heading_path(text: &str, at: usize) -> Vec<String> {
+    let mut path: Vec<(usize, String)> = Vec::new();
+    let mut fence: Option<&str> = None;
+    let mut start = 0;
+    for line in text.split_inclusive('\n') {
+        if start > at {
+            break;
+        }
+        start += line.len();
+        let trimmed = line.trim_start();
+        if let Some(open) = fence {
+            if trimmed.starts_with(open) {
+                fence = None;
+            }
+            continue;
+        }
+        if let Some(f) = ["```", "~~~"].into_iter().find(|f| trimmed.starts_with(f)) {
+            fence = Some(f);
+            continue;
+        }
+        if let Some((level, title)) = atx_heading(line) {
+            path.retain(|(l, _)| *l < level);
+            path.push((level, title));
+        }
+    }
+    path.into_iter().map(|(_, title)| title).collect()
+}
+
+/// `(level, title)` of an ATX heading line: up to three spaces, 1–6 `#`, then a space or
+/// the end of the line; closing `#`s are dropped.
+fn atx_heading(line: &str) -> Option<(usize, String)> {
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    if indent > 3 {
+        return None;
+    }
+    let rest = &line[indent..];
+    let level = rest.len() - rest.trim_start_matches('#').len();
+    if !(1..=6).contains(&level) {
+        return None;
+    }
+    let after = &rest[level..];
+    if !(after.is_empty() || after.starts_with([' ', '\t', '\n', '\r'])) {
+        return None;
+    }
+    let title = after.trim().trim_end_matches('#').trim_end();
+    Some((level, title.to_owned()))
+}
+
+/// One comment as the agent reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommentText<'a> {
+    pub quote: &'a str,
+    pub heading_path: &'a [String],
+    pub body: &'a str,
+}
+
+/// The rejection text with its comments: the feedback as the rejection contract has it,
+/// then a numbered list of the comments, each with its passage (on one line) and headings.
+pub fn with_comments(feedback_text: &str, comments: &[CommentText<'_>]) -> String {
+    if comments.is_empty() {
+        return feedback_text.to_owned();
+    }
+    let mut out = String::new();
+    if !feedback_text.trim().is_empty() {
+        out.push_str(feedback_text.trim_end());
+        out.push_str("\n\n");
+    }
+    out.push_str("Comments on the plan:");
+    for (n, c) in comments.iter().enumerate() {
+        let quote = c.quote.split_whitespace().collect::<Vec<_>>().join(" ");
+        out.push_str(&format!("\n{}. On \"{quote}\"", n + 1));
+        if !c.heading_path.is_empty() {
+            out.push_str(&format!(" (under {})", c.heading_path.join(" › ")));
+        }
+        out.push(':');
+        for line in c.body.trim().lines().map(str::trim_end) {
+            out.push('\n');
+            if !line.is_empty() {
+                out.push_str("   ");
+                out.push_str(line);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "comments_tests.rs"]
+mod tests;
