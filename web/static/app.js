@@ -107,6 +107,7 @@
       if (f) f.focus();
     }
     refreshTimes(el);
+    markBlocks(el);
     if (planNow && planNow.querySelector("#decide") && !samePlan) say("A plan is ready for your review.");
     else if (el.querySelector("#question") && !hadQuestion) say("The agent has a question for you.");
     else if (wasExecuting && el.querySelector("#changes") && !el.querySelector("#changes .working")) say("Remote execution finished: the changes are shown.");
@@ -146,7 +147,51 @@
     });
   }
 
+  // Inline comments: a selection inside the plan, or the focused block (press C), fills the
+  // comment form's passage; the blocks are made focusable after every re-render.
+  var BLOCKS = "p, li, h1, h2, h3, h4, h5, h6, pre, blockquote, td, th";
+
+  function markBlocks(root) {
+    var plan = root.querySelector("[data-commentable]");
+    if (!plan) return;
+    plan.querySelectorAll(BLOCKS).forEach(function (b) {
+      if (b.querySelector(BLOCKS)) return;
+      b.setAttribute("tabindex", "0");
+      b.setAttribute("data-block", "");
+    });
+  }
+
+  function quoteInto(text, focusBody) {
+    var quote = document.getElementById("comment-quote");
+    var body = document.getElementById("comment-body");
+    text = (text || "").trim();
+    if (!quote || !text) return;
+    quote.value = text;
+    if (focusBody && body) body.focus();
+    say("Passage chosen: write your comment.");
+  }
+
+  document.addEventListener("mouseup", function (event) {
+    var plan = event.target.closest && event.target.closest("[data-commentable]");
+    if (!plan) return;
+    var sel = window.getSelection();
+    if (!sel || sel.isCollapsed || !plan.contains(sel.anchorNode) || !plan.contains(sel.focusNode)) return;
+    quoteInto(sel.toString(), false);
+  });
+
+  document.addEventListener("keydown", function (event) {
+    var block = event.target.closest && event.target.closest("[data-commentable] [data-block]");
+    if (!block || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.key === "c" || event.key === "C") {
+      event.preventDefault();
+      var sel = window.getSelection();
+      var text = sel && !sel.isCollapsed && block.contains(sel.anchorNode) ? sel.toString() : block.textContent;
+      quoteInto(text, true);
+    }
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
+    markBlocks(document);
     // A notice belongs to the form post that led here, not to a later reload.
     if (/[?&]notice=/.test(location.search) && window.history.replaceState) {
       history.replaceState(null, "", location.pathname + location.hash);

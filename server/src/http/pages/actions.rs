@@ -25,6 +25,8 @@ pub struct DecisionForm {
     pub decision: String,
     pub plan: String,
     pub feedback: String,
+    /// The ids of the plan's comments a rejection carries, space separated.
+    pub comments: String,
 }
 
 /// The answer form.
@@ -80,12 +82,17 @@ pub fn to_decision(form: &DecisionForm) -> PageResult<Result<Decision, Notice>> 
         }
         "reject" => {
             let feedback = normalize(&form.feedback);
-            if feedback.trim().is_empty() {
+            let comment_ids: Vec<String> = form
+                .comments
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect();
+            if feedback.trim().is_empty() && comment_ids.is_empty() {
                 Err(Notice::FeedbackRequired)
             } else {
                 Ok(Decision::Reject {
                     feedback,
-                    comment_ids: Vec::new(),
+                    comment_ids,
                 })
             }
         }
@@ -197,6 +204,7 @@ mod tests {
             decision: decision.into(),
             plan: plan.into(),
             feedback: feedback.into(),
+            comments: String::new(),
         }
     }
 

@@ -12,6 +12,7 @@ mod bundle_files;
 mod changes;
 mod citations;
 mod code;
+mod comments;
 mod diff;
 mod digest;
 mod download;
@@ -62,6 +63,14 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/sessions/{id}/plans/{tool_use_id}/decision",
             post(actions::decide),
+        )
+        .route(
+            "/sessions/{id}/plans/{tool_use_id}/comments",
+            post(comments::add),
+        )
+        .route(
+            "/sessions/{id}/plans/{tool_use_id}/comments/{comment_id}/reopen",
+            post(comments::reopen),
         )
         .route("/sessions/{id}/answer", post(actions::answer))
         .route("/sessions/{id}/stop", post(actions::stop))

@@ -19,9 +19,13 @@ pub enum Notice {
     QuestionGone,
     Stopped,
     AlreadyStopped,
+    Commented,
+    CommentReopened,
+    QuoteNotInPlan,
+    CommentInvalid,
 }
 
-const ALL: [Notice; 15] = [
+const ALL: [Notice; 19] = [
     Notice::Approved,
     Notice::Rejected,
     Notice::Teleported,
@@ -37,6 +41,10 @@ const ALL: [Notice; 15] = [
     Notice::QuestionGone,
     Notice::Stopped,
     Notice::AlreadyStopped,
+    Notice::Commented,
+    Notice::CommentReopened,
+    Notice::QuoteNotInPlan,
+    Notice::CommentInvalid,
 ];
 
 impl Notice {
@@ -58,6 +66,10 @@ impl Notice {
             Notice::QuestionGone => "question_gone",
             Notice::Stopped => "stopped",
             Notice::AlreadyStopped => "already_stopped",
+            Notice::Commented => "commented",
+            Notice::CommentReopened => "comment_reopened",
+            Notice::QuoteNotInPlan => "quote_not_in_plan",
+            Notice::CommentInvalid => "comment_invalid",
         }
     }
 
@@ -73,7 +85,9 @@ impl Notice {
             | Notice::Rejected
             | Notice::Teleported
             | Notice::Answered
-            | Notice::Stopped => "ok",
+            | Notice::Stopped
+            | Notice::Commented
+            | Notice::CommentReopened => "ok",
             _ => "warn",
         }
     }
@@ -106,6 +120,16 @@ impl Notice {
             Notice::QuestionGone => "That question was already answered.",
             Notice::Stopped => "Session stopped.",
             Notice::AlreadyStopped => "The session was already stopped.",
+            Notice::Commented => {
+                "Comment added. Request changes to send the plan's comments to the agent."
+            }
+            Notice::CommentReopened => "Comment reopened on the current revision.",
+            Notice::QuoteNotInPlan => {
+                "The selected passage was not found in the plan's text. Select plain text within one block, or focus a block and press C."
+            }
+            Notice::CommentInvalid => {
+                "The comment needs a passage and a body of at most 4000 characters; a plan takes at most 50 comments, and a comment is reopened once."
+            }
         }
     }
 }

@@ -91,6 +91,52 @@ fn events() -> Vec<Event> {
 
 #[test]
 fn session_page() {
+    insta::assert_snapshot!(stable(&review_page(|_| {})));
+}
+
+/// Comments on both revisions; hostile text in them renders inert.
+#[test]
+fn session_page_with_comments() {
+    use super::comments::comments_view;
+    use ultraplan_protocol::comments::{CommentState, PlanComment};
+    let comment = |id: &str, on: &str, quote: &str, body: &str, state| PlanComment {
+        id: id.into(),
+        session_id: "0b7c2f1e-session".into(),
+        tool_use_id: on.into(),
+        quote: quote.into(),
+        heading_path: vec!["Plan".into(), "Steps".into()],
+        body: body.into(),
+        author: "alice".into(),
+        created_at: "2026-01-01T00:05:00Z".into(),
+        state,
+        reopened_from: None,
+    };
+    let comments = [
+        comment(
+            "cmt_1",
+            "plan1",
+            "Fix the redirect",
+            "Which redirect?",
+            CommentState::Addressed,
+        ),
+        comment(
+            "cmt_2",
+            "plan2",
+            "Add a regression test",
+            "<script>alert(1)</script> & <img src=x onerror=alert(2)>",
+            CommentState::Open,
+        ),
+    ];
+    let revisions = [("plan1".to_owned(), 1), ("plan2".to_owned(), 2)];
+    let html = review_page(|v| v.comments = comments_view(&comments, &revisions, true));
+    assert!(!html.contains("<script>alert"), "comment text is escaped");
+    assert!(!html.contains("<img src=x"), "comment text is escaped");
+    insta::assert_snapshot!(stable(&html));
+}
+
+/// The session page of a pending revision 2 after a rejected revision 1, with `tweak`
+/// applied to its view.
+fn review_page(tweak: impl FnOnce(&mut super::view::SessionView)) -> String {
     let row = row(SessionStatus::RequiresAction);
     let reject = Decision::Reject {
         feedback: "Add tests <b>please</b>".into(),
@@ -114,7 +160,7 @@ fn session_page() {
     for event in events() {
         digest.ingest(&event);
     }
-    let v = session_view(&SessionInput {
+    let mut v = session_view(&SessionInput {
         row: &row,
         plans: &plans,
         digest: &digest,
@@ -126,13 +172,14 @@ fn session_page() {
         changes: None,
         timeout_seconds: None,
     });
+    tweak(&mut v);
     let page = SessionPage {
         layout: layout(&v.title),
         regions: regions(&v).expect("regions"),
         timeline: finish_timeline(digest.into_entries()).expect("timeline"),
         v,
     };
-    insta::assert_snapshot!(stable(&page.render().expect("render")));
+    page.render().expect("render")
 }
 
 /// A patch of two files: one edited text file, one new binary file.

@@ -7,6 +7,7 @@ use ultraplan_protocol::patch::ExecutionState;
 use ultraplan_protocol::session::SessionStatus;
 
 use super::changes::ChangesView;
+use super::comments::CommentsView;
 use super::diff::{self, Line};
 use super::digest::{Digest, Question, Todo};
 use super::format::{Pill, duration, pill, short, thousands};
@@ -63,6 +64,8 @@ pub struct SessionView {
     pub changes: Option<Arc<ChangesView>>,
     /// `3 files changed, +12 −2` once execution finished with a patch.
     pub executed: Option<String>,
+    /// Inline comments on the plans ([`super::comments::attach`] fills them in).
+    pub comments: CommentsView,
 }
 
 /// The newest plan and what can be done with it.
@@ -297,6 +300,7 @@ pub fn session_view(input: &SessionInput<'_>) -> SessionView {
         last_event_id: row.last_event_id.max(input.digest.last_event_id),
         changes: input.changes.clone(),
         executed: executed(row),
+        comments: CommentsView::default(),
     }
 }
 
