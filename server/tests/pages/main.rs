@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod browser;
+mod comments;
 mod decisions;
 mod evidence;
 mod execution;
