@@ -18,7 +18,13 @@ use crate::context::{Context, Up};
 pub(crate) struct AgentHandle {
     pub(crate) stdin: mpsc::UnboundedSender<String>,
     pub(crate) kill: oneshot::Sender<()>,
+    /// Tells this launch apart from a later one of the same lease (an execution after its
+    /// plan's agent), whose handle a late end of this one must not remove.
+    pub(crate) launch: u64,
 }
+
+/// Numbers the launches of this runner.
+static LAUNCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Start the agent's task; its handle goes in the link's table.
 pub(crate) fn spawn(
@@ -29,17 +35,25 @@ pub(crate) fn spawn(
 ) -> AgentHandle {
     let (stdin, stdin_rx) = mpsc::unbounded_channel();
     let (kill, kill_rx) = oneshot::channel();
+    let launch = LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     tokio::spawn(async move {
         ctx.ledger
             .record(&agent.session_id, agent.epoch, "start")
             .await;
-        run(&ctx, &agent, &spec, stdin_rx, kill_rx, &up).await;
+        let last = run(&ctx, &agent, &spec, stdin_rx, kill_rx, &up).await;
         ctx.ledger
             .record(&agent.session_id, agent.epoch, "end")
             .await;
-        let _ = up.send(Up::Ended(agent));
+        // The slot is free before the server hears the agent ended, so its next launch (an
+        // execution after its plan's agent) never finds this runner full.
+        let _ = up.send(Up::Ended(agent, launch));
+        say(&up, last);
     });
-    AgentHandle { stdin, kill }
+    AgentHandle {
+        stdin,
+        kill,
+        launch,
+    }
 }
 
 fn say(up: &mpsc::UnboundedSender<Up>, message: RunnerMessage) {
@@ -53,31 +67,20 @@ async fn run(
     stdin_rx: mpsc::UnboundedReceiver<String>,
     kill_rx: oneshot::Receiver<()>,
     up: &mpsc::UnboundedSender<Up>,
-) {
+) -> RunnerMessage {
+    let failed = |reason: String| RunnerMessage::LaunchFailed {
+        agent: agent.clone(),
+        reason,
+    };
     let process = match start(ctx, agent, spec).await {
         Ok(process) => process,
         Err(reason) => {
             tracing::warn!(session_id = %agent.session_id, %reason, "cannot start the agent");
-            say(
-                up,
-                RunnerMessage::LaunchFailed {
-                    agent: agent.clone(),
-                    reason,
-                },
-            );
-            return;
+            return failed(reason);
         }
     };
     let Some((stdin, stdout, stderr, mut control)) = process.into_parts() else {
-        let reason = "the agent's stdio was not available".to_owned();
-        say(
-            up,
-            RunnerMessage::LaunchFailed {
-                agent: agent.clone(),
-                reason,
-            },
-        );
-        return;
+        return failed("the agent's stdio was not available".to_owned());
     };
     say(
         up,
@@ -98,14 +101,11 @@ async fn run(
             (e.success, e.description)
         });
     tracing::info!(session_id = %agent.session_id, epoch = agent.epoch, success, %description, "agent ended");
-    say(
-        up,
-        RunnerMessage::Exited {
-            agent: agent.clone(),
-            success,
-            description,
-        },
-    );
+    RunnerMessage::Exited {
+        agent: agent.clone(),
+        success,
+        description,
+    }
 }
 
 async fn start(ctx: &Context, agent: &AgentRef, spec: &LaunchSpec) -> Result<AgentProcess, String> {

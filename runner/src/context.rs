@@ -19,5 +19,6 @@ pub(crate) struct Context {
 /// What agent tasks send up the link.
 pub(crate) enum Up {
     Message(RunnerMessage),
-    Ended(AgentRef),
+    /// An agent task ended: its address and launch number.
+    Ended(AgentRef, u64),
 }

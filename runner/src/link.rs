@@ -165,8 +165,10 @@ async fn link_once(
             Some(up) = from_agents.recv() => {
                 let message = match up {
                     Up::Message(message) => message,
-                    Up::Ended(agent) => {
-                        agents.remove(&agent);
+                    Up::Ended(agent, launch) => {
+                        if agents.get(&agent).is_some_and(|h| h.launch == launch) {
+                            agents.remove(&agent);
+                        }
                         continue;
                     }
                 };
@@ -184,11 +186,23 @@ async fn link_once(
             }
         }
     };
-    if !agents.is_empty() {
-        tracing::warn!(agents = agents.len(), "killing every agent of the link");
+    let mut left = agents.len();
+    if left > 0 {
+        tracing::warn!(agents = left, "killing every agent of the link");
     }
     drop(agents);
     let _ = tokio::time::timeout(Duration::from_secs(2), socket.close(None)).await;
+    // Wait for the killed agents to be reaped (and their ends recorded in the ledger).
+    let reaped = async {
+        while left > 0 {
+            match from_agents.recv().await {
+                Some(Up::Ended(..)) => left -= 1,
+                Some(Up::Message(_)) => {}
+                None => return,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(10), reaped).await;
     Ok(end)
 }
 

@@ -291,3 +291,34 @@ async fn a_runner_stopped_past_its_lease_is_cut_off_and_its_agent_dies() {
         "the server cut the stopped runner off for its silence"
     );
 }
+
+#[tokio::test]
+async fn sigterm_drains_a_runner_and_another_resumes_its_session_at_once() {
+    let server = fleet_server("30").await;
+    let token = runner_token(&server, "ci").await.expect("token");
+    let mut r1 = runner(&server, &token, "r1").await;
+    let (id, tool_use_id, mut seen) = planned(&server, "fix the login bug").await;
+    let r2 = runner(&server, &token, "r2").await;
+    let pid = r1.pid().expect("pid").to_string();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill(1)");
+    assert!(status.success());
+    let exit = tokio::time::timeout(Duration::from_secs(20), r1.wait())
+        .await
+        .expect("the runner stops promptly on SIGTERM")
+        .expect("wait");
+    assert!(exit.success(), "{exit:?}:\n{}", r1.log());
+    // Its agent is gone with it, and well within the 30 s lease another runner answers.
+    let ledger = read_ledger(&r1.data_dir).expect("r1 ledger");
+    assert!(
+        ledger
+            .iter()
+            .any(|e| e.session_id == id && e.event == "end")
+    );
+    revise(&server, &id, &tool_use_id, &mut seen).await;
+    let resource = server.session(&id).await.expect("resource");
+    assert_eq!(runner_of(&resource), r2.lease_name, "{resource}");
+    assert_log_whole(&server, &id).await;
+}
