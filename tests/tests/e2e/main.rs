@@ -16,5 +16,6 @@ mod gateway_anthropic;
 mod gateway_openai;
 mod lifecycle;
 mod multi_agent;
+mod plan_comments;
 mod poller;
 mod poller_timeouts;
