@@ -100,6 +100,65 @@ fn atx_heading(line: &str) -> Option<(usize, String)> {
     Some((level, title.to_owned()))
 }
 
+/// Markdown punctuation a rendered page does not show (emphasis, code spans, headings, quotes,
+/// link brackets), ignored when a selection on the page is matched against the plan's text.
+fn markup(c: char) -> bool {
+    matches!(c, '*' | '_' | '`' | '~' | '#' | '>' | '[' | ']')
+}
+
+/// The passage of `plan` a selection on the rendered page stands for: `selected` itself when it
+/// occurs verbatim, else the shortest span of the plan's text that reads the same once markup
+/// characters are dropped and whitespace runs count as one space (a selection over
+/// `` `src/a.rs` **now** `` reads `src/a.rs now`). `None` when nothing reads the same.
+pub fn resolve_quote(plan: &str, selected: &str) -> Option<String> {
+    if selected.trim().is_empty() {
+        return None;
+    }
+    if plan.contains(selected) {
+        return Some(selected.to_owned());
+    }
+    let wanted: Vec<char> = project(selected).into_iter().map(|(_, c)| c).collect();
+    let wanted = trim_spaces(&wanted);
+    if wanted.is_empty() {
+        return None;
+    }
+    let text = project(plan);
+    let at = text
+        .windows(wanted.len())
+        .position(|w| w.iter().map(|(_, c)| *c).eq(wanted.iter().copied()))?;
+    let (start, _) = text[at];
+    let (last, c) = text[at + wanted.len() - 1];
+    plan.get(start..last + c.len_utf8()).map(str::to_owned)
+}
+
+/// The characters of `text` a reader sees, with their byte offsets: markup dropped, each run
+/// of whitespace one space (at the offset of its first character).
+fn project(text: &str) -> Vec<(usize, char)> {
+    let mut out: Vec<(usize, char)> = Vec::new();
+    for (i, c) in text.char_indices() {
+        if markup(c) {
+            continue;
+        }
+        if c.is_whitespace() {
+            if out.last().is_none_or(|(_, p)| *p != ' ') {
+                out.push((i, ' '));
+            }
+            continue;
+        }
+        out.push((i, c));
+    }
+    out
+}
+
+fn trim_spaces(chars: &[char]) -> &[char] {
+    let start = chars.iter().position(|c| *c != ' ').unwrap_or(chars.len());
+    let end = chars
+        .iter()
+        .rposition(|c| *c != ' ')
+        .map_or(start, |e| e + 1);
+    &chars[start..end]
+}
+
 /// One comment as the agent reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommentText<'a> {

@@ -73,3 +73,33 @@ fn the_agent_reads_comments_in_a_stable_format() {
     insta::assert_snapshot!("rejection_with_comments_only", only_comments);
     assert_eq!(with_comments("just feedback", &[]), "just feedback");
 }
+
+#[test]
+fn selections_on_the_rendered_page_resolve_to_the_plan_text() {
+    let plan = "# Plan\n\n1. Set the cookie in `src/auth_session.rs` **before** redirecting.\n\
+2. Drop the   guard.\n";
+    let cases = [
+        ("before", Some("before")),
+        (
+            "Set the cookie in src/auth_session.rs before redirecting.",
+            Some("Set the cookie in `src/auth_session.rs` **before** redirecting."),
+        ),
+        (
+            "src/auth_session.rs before",
+            Some("src/auth_session.rs` **before"),
+        ),
+        ("Drop the guard.", Some("Drop the   guard.")),
+        ("  Plan\n", Some("Plan")),
+        ("Drop the fence.", None),
+        ("   ", None),
+        ("**", Some("**")),
+        ("`*_`", None),
+    ];
+    for (selected, want) in cases {
+        let got = resolve_quote(plan, selected);
+        assert_eq!(got.as_deref(), want, "{selected:?}");
+        if let Some(raw) = got {
+            assert!(plan.contains(&raw), "the stored quote occurs verbatim");
+        }
+    }
+}

@@ -11,7 +11,9 @@ use crate::flow::{PLAN_V1, PLAN_V2};
 use crate::support::{Server, csrf, exit_plan_mode, results};
 
 const SELECTED: &str = "The session cookie is set after the redirect";
-const BLOCK: &str = "Existing sessions stay valid.";
+/// A list item as the page shows it, and as the plan's Markdown has it.
+const BLOCK: &str = "Set the cookie in src/auth/session.rs before redirecting.";
+const BLOCK_SOURCE: &str = "Set the cookie in `src/auth/session.rs` **before** redirecting.";
 const HOSTILE: &str = "<img src=x onerror=\"window.pwned=1\"> keep them valid?";
 
 /// Select `text` inside the plan (a range over one text node) and let go of the mouse.
@@ -102,7 +104,7 @@ async fn comments_on_two_passages_reach_the_agent_and_revision_two_shows_them_ad
     browser.until_text("#plan-body", "Steps").await;
     assert_eq!(comment_count(&browser).await, 2);
     browser
-        .until_text("#comment-list", "under Fix the login redirect loop › Risks")
+        .until_text("#comment-list", "under Fix the login redirect loop › Steps")
         .await;
 
     browser.type_into("#feedback", "Otherwise fine.").await;
@@ -112,7 +114,7 @@ async fn comments_on_two_passages_reach_the_agent_and_revision_two_shows_them_ad
     let want = format!(
         "Otherwise fine.\n\nComments on the plan:\n\
          1. On \"{SELECTED}\" (under Fix the login redirect loop):\n   Say why the order matters.\n\
-         2. On \"{BLOCK}\" (under Fix the login redirect loop › Risks):\n   {HOSTILE}"
+         2. On \"{BLOCK_SOURCE}\" (under Fix the login redirect loop › Steps):\n   {HOSTILE}"
     );
     assert_eq!(
         (tool.as_str(), text.as_str(), is_error),

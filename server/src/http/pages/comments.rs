@@ -161,8 +161,14 @@ pub async fn add(
     Posted { user, form }: Posted<CommentForm>,
 ) -> PageResult<Redirect> {
     let row = owned(&state, &user, &id).await?;
+    // The browser sends the rendered text it selected; the comment keeps the plan's own text.
+    let selected = normalize(&form.quote);
+    let plan = state.core.store.plan(&row.id, &tool_use_id).await?;
+    let quote = plan
+        .and_then(|p| crate::comments::resolve_quote(&p.plan, &selected))
+        .unwrap_or(selected);
     let new = NewComment {
-        quote: normalize(&form.quote),
+        quote,
         body: normalize(&form.body),
     };
     let notice = match sessions::add_comment(&state.core, &row, &user.id, &tool_use_id, &new).await
