@@ -290,3 +290,33 @@ both!(comments_are_checked_and_owner_only, |backend| async move {
         ("no".to_owned(), true)
     );
 });
+
+both!(concurrent_comments_stop_at_the_cap, |backend| async move {
+    let server = TestServer::start(backend).await;
+    let token = server.user("a").await;
+    let session = server.session(&token, "plan it").await;
+    let id = session["id"].as_str().expect("id").to_owned();
+    server.agent_says(&id, &[exit_plan_mode("p1", PLAN)]).await;
+    let url = server.url(&format!("/v1/sessions/{id}/plans/p1/comments"));
+    let mut requests = Vec::new();
+    for n in 0..60 {
+        let req = server
+            .http
+            .post(&url)
+            .bearer_auth(&token)
+            .json(&json!({"quote": "Add the table.", "body": format!("c{n}")}))
+            .send();
+        requests.push(tokio::spawn(req));
+    }
+    let mut created = 0;
+    for r in requests {
+        let status = r.await.expect("task").expect("response").status().as_u16();
+        assert!(status == 201 || status == 400, "{status}");
+        created += usize::from(status == 201);
+    }
+    assert_eq!(created, 50);
+    let (_, list) = server
+        .get(&format!("/v1/sessions/{id}/plans/p1/comments"), &token)
+        .await;
+    assert_eq!(list.as_array().expect("list").len(), 50);
+});

@@ -50,17 +50,27 @@ async fn by_id(c: &mut dyn Conn, id: &str) -> StoreResult<Option<CommentRow>> {
 /// Insert `new` inside an open write transaction, if its plan is pending and carries fewer
 /// than `max` comments.
 pub async fn add(c: &mut dyn Conn, new: &CommentRow, max: usize) -> StoreResult<AddComment> {
-    let plan = c
-        .fetch_optional(
-            "SELECT status FROM plans WHERE session_id = $1 AND tool_use_id = $2",
+    // A no-op write to the pending plan's row: on PostgreSQL it holds the row's lock until
+    // commit, so adds to one plan count one after another and none lands after a decision
+    // (which updates the same row); SQLite's write transaction serializes them anyway.
+    let pending = c
+        .execute(
+            "UPDATE plans SET status = status \
+             WHERE session_id = $1 AND tool_use_id = $2 AND status = 'pending'",
             &[Text(&new.session_id), Text(&new.tool_use_id)],
         )
         .await?;
-    let Some(plan) = plan else {
-        return Ok(AddComment::UnknownPlan);
-    };
-    if plan.text("status")? != "pending" {
-        return Ok(AddComment::NotPending);
+    if pending == 0 {
+        let plan = c
+            .fetch_optional(
+                "SELECT 1 AS one FROM plans WHERE session_id = $1 AND tool_use_id = $2",
+                &[Text(&new.session_id), Text(&new.tool_use_id)],
+            )
+            .await?;
+        return Ok(match plan {
+            Some(_) => AddComment::NotPending,
+            None => AddComment::UnknownPlan,
+        });
     }
     let count = c
         .fetch_one(
