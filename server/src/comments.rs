@@ -150,6 +150,12 @@ fn project(text: &str) -> Vec<(usize, char)> {
     out
 }
 
+/// What a passage reads on the rendered page: markup dropped, whitespace runs as one space.
+pub fn plain_text(quote: &str) -> String {
+    let chars: Vec<char> = project(quote).into_iter().map(|(_, c)| c).collect();
+    trim_spaces(&chars).iter().collect()
+}
+
 fn trim_spaces(chars: &[char]) -> &[char] {
     let start = chars.iter().position(|c| *c != ' ').unwrap_or(chars.len());
     let end = chars

@@ -97,6 +97,9 @@ fn selections_on_the_rendered_page_resolve_to_the_plan_text() {
     ];
     for (selected, want) in cases {
         let got = resolve_quote(plan, selected);
+        if let Some(raw) = &got {
+            assert_eq!(plain_text(raw), plain_text(selected), "reads the same");
+        }
         assert_eq!(got.as_deref(), want, "{selected:?}");
         if let Some(raw) = got {
             assert!(plan.contains(&raw), "the stored quote occurs verbatim");

@@ -108,6 +108,7 @@
     }
     refreshTimes(el);
     markBlocks(el);
+    markCommented(el);
     if (planNow && planNow.querySelector("#decide") && !samePlan) say("A plan is ready for your review.");
     else if (el.querySelector("#question") && !hadQuestion) say("The agent has a question for you.");
     else if (wasExecuting && el.querySelector("#changes") && !el.querySelector("#changes .working")) say("Remote execution finished: the changes are shown.");
@@ -161,6 +162,29 @@
     });
   }
 
+  // What a block reads, as the server's plain_text reads a quote.
+  function plain(text) {
+    return (text || "").replace(/[*_`~#>\[\]]/g, "").replace(/\s+/g, " ").trim();
+  }
+
+  // Mark the block each listed comment is about, and point it at the comment.
+  function markCommented(root) {
+    var plan = root.querySelector("#plan-body");
+    if (!plan) return;
+    var blocks = Array.prototype.filter.call(plan.querySelectorAll(BLOCKS), function (b) {
+      return !b.querySelector(BLOCKS);
+    });
+    root.querySelectorAll("#comment-list > li[data-plain]").forEach(function (li) {
+      var want = li.getAttribute("data-plain");
+      var hit = blocks.filter(function (b) { return want && plain(b.textContent).indexOf(want) >= 0; })[0];
+      if (!hit) return;
+      hit.classList.add("commented");
+      var ids = (hit.getAttribute("aria-describedby") || "").split(" ").filter(Boolean);
+      if (ids.indexOf(li.id) < 0) ids.push(li.id);
+      hit.setAttribute("aria-describedby", ids.join(" "));
+    });
+  }
+
   function quoteInto(text, focusBody) {
     var quote = document.getElementById("comment-quote");
     var body = document.getElementById("comment-body");
@@ -192,6 +216,7 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     markBlocks(document);
+    markCommented(document);
     // A notice belongs to the form post that led here, not to a later reload.
     if (/[?&]notice=/.test(location.search) && window.history.replaceState) {
       history.replaceState(null, "", location.pathname + location.hash);

@@ -93,6 +93,12 @@ async fn comments_on_two_passages_reach_the_agent_and_revision_two_shows_them_ad
             "return document.querySelectorAll('#comment-list > li').length === 2",
         )
         .await;
+    browser
+        .until(
+            "both passages marked in the plan",
+            "return document.querySelectorAll('#plan-body .commented[aria-describedby]').length === 2",
+        )
+        .await;
     assert_eq!(
         browser.js("return window.pwned === undefined").await,
         json!(true)

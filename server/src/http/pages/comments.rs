@@ -23,6 +23,8 @@ pub struct CommentItem {
     pub id: String,
     pub tool_use_id: String,
     pub quote: String,
+    /// The quote as the rendered plan reads it, to find its block on the page.
+    pub plain: String,
     /// `Plan › Steps`, or empty.
     pub heading: String,
     pub body: String,
@@ -65,6 +67,7 @@ fn item(c: &PlanComment, pending: bool) -> CommentItem {
         id: c.id.clone(),
         tool_use_id: c.tool_use_id.clone(),
         quote: c.quote.clone(),
+        plain: crate::comments::plain_text(&c.quote),
         heading: c.heading_path.join(" › "),
         body: c.body.clone(),
         author: c.author.clone(),
