@@ -126,6 +126,15 @@ impl Fleet {
         members.iter().map(Orchestrator::live_count).sum()
     }
 
+    /// This process is shutting down: every linked runner's sessions go back to the queue at
+    /// once (their agents are stopped), rather than after their leases lapse. The runners redial
+    /// (through the proxy, another replica) and resume them.
+    pub async fn drain(&self) -> usize {
+        let members: Vec<Orchestrator> = self.linked().values().flatten().cloned().collect();
+        let drained = futures_util::future::join_all(members.iter().map(Orchestrator::drain)).await;
+        drained.into_iter().sum()
+    }
+
     /// The runner's link is gone: its agents are gone with it, so its sessions go back to the
     /// queue, still running, for the next runner to resume.
     pub async fn leave(&self, member: Member) {

@@ -450,11 +450,20 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     // On SIGTERM the runner hands its sessions back before the listener closes, so another
     // replica resumes them at once rather than after their leases lapse.
     let agents = state.agents.clone();
+    let fleet = state.fleet.clone();
     let shutdown = async move {
         shutdown_signal().await;
-        if let Some(orchestrator) = agents.orchestrator() {
-            orchestrator.drain().await;
-        }
+        let local = async {
+            if let Some(orchestrator) = agents.orchestrator() {
+                orchestrator.drain().await;
+            }
+        };
+        let linked = async {
+            if let Some(fleet) = &fleet {
+                fleet.drain().await;
+            }
+        };
+        tokio::join!(local, linked);
     };
     ultraplan_server::serve(listener, state, shutdown).await?;
     Ok(())
