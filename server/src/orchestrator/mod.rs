@@ -187,6 +187,7 @@ impl Orchestrator {
             renewed_ms: Arc::new(AtomicI64::new(now_ms())),
         };
         let id = claim.lease.session_id.clone();
+        let epoch = claim.lease.epoch;
         self.live().insert(id.clone(), entry);
         let me = self.clone();
         tokio::spawn(async move {
@@ -198,7 +199,13 @@ impl Orchestrator {
                 last_seen_ms,
             };
             task::run(me.inner.clone(), task).await;
-            me.live().remove(&id);
+            // A session this task parked or released may be claimed again here before this
+            // line: that newer claim's entry stays.
+            let mut live = me.live();
+            if live.get(&id).is_some_and(|l| l.lease.epoch == epoch) {
+                live.remove(&id);
+            }
+            drop(live);
             drop(permit);
             let _ = finished_tx.send(true);
             me.inner.kick.notify_one();
