@@ -122,7 +122,9 @@ async fn released(front: &ServerProcess, id: &str) {
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    panic!("session {id} was never released");
+    let log = front.log();
+    let mentions: Vec<&str> = log.lines().filter(|l| l.contains(id)).collect();
+    panic!("session {id} was never released:\n{}", mentions.join("\n"));
 }
 
 /// Every `waited_ms=` logged when a session was claimed.
