@@ -44,7 +44,7 @@ pub(super) fn follow(
             if closed {
                 return;
             }
-            // The hub lets go of an archived session: look at it once more, then stop.
+            // Every append and the archive wake this (here, or announced by another process).
             closed = appended.changed().await.is_err();
         }
     })

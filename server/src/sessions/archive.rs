@@ -30,10 +30,14 @@ pub async fn archive(
         message: Some(note),
         data: serde_json::Value::Null,
     });
-    core.append(&row, &[note]).await?;
+    let appended = core.append(&row, &[note]).await?;
+    let last_event_id = appended.last().map_or(row.last_event_id, |e| e.id);
     if !core.store.archive_session(&row.id).await? {
         return Err(SessionError::AlreadyArchived);
     }
+    // Wake what follows the session here (a linked runner's inbox sees the archive and stops
+    // its agent); other processes hear of it from the database's announcement.
+    core.hub.notify(&row.id, last_event_id);
     core.hub.forget(&row.id);
     fresh(core, &row.id).await
 }

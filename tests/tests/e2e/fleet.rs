@@ -322,3 +322,60 @@ async fn sigterm_drains_a_runner_and_another_resumes_its_session_at_once() {
     assert_eq!(runner_of(&resource), r2.lease_name, "{resource}");
     assert_log_whole(&server, &id).await;
 }
+
+/// Archive a session as soon as its plan is up; its remote agent stops and the lease goes.
+async fn archive_stops_the_remote_agent(server: &ServerProcess) {
+    let token = runner_token(server, "ci").await.expect("token");
+    let r1 = runner(server, &token, "r1").await;
+    for round in 0..3 {
+        let (id, _, _) = planned(server, &format!("fix the login bug {round}")).await;
+        let (code, _) = server
+            .post(&format!("/v1/sessions/{id}/archive"), &json!({}))
+            .await
+            .expect("archive");
+        assert_eq!(code, 200);
+        let mut released = false;
+        for _ in 0..200 {
+            let resource = server.session(&id).await.expect("resource");
+            if resource["runner"].is_null() {
+                released = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            released,
+            "round {round}: the archived session's lease was never released:\n{}\n{}",
+            server.log(),
+            r1.log()
+        );
+        let ledger = read_ledger(&r1.data_dir).expect("ledger");
+        assert!(
+            ledger
+                .iter()
+                .any(|e| e.session_id == id && e.event == "end"),
+            "the remote agent ended"
+        );
+    }
+}
+
+#[tokio::test]
+async fn archiving_stops_a_remote_agent_on_sqlite() {
+    archive_stops_the_remote_agent(&fleet_server("30").await).await;
+}
+
+#[tokio::test]
+async fn archiving_stops_a_remote_agent_on_postgres() {
+    let pg = ultraplan_tests::faults::Postgres::launch()
+        .await
+        .expect("postgres");
+    let server = ServerProcess::start(&[
+        ("DATABASE_URL", pg.url.as_str()),
+        ("ULTRAPLAN_LOCAL_RUNNER", "off"),
+        ("ULTRAPLAN_MODEL", "offline"),
+        ("ULTRAPLAN_PARK_AFTER_SECONDS", "1"),
+    ])
+    .await
+    .expect("server");
+    archive_stops_the_remote_agent(&server).await;
+}
