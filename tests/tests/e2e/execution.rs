@@ -267,7 +267,10 @@ async fn execute_and_pull(runner: &str) {
     let session = server.session(&id).await.expect("session");
     assert_eq!(session["execution"]["state"], "finished", "{session}");
     // The diff lives in the blob store (the data dir's by default), as long as the summary says.
-    let blob = server.data_dir.join("blobs/patches").join(format!("{id}.diff"));
+    let blob = server
+        .data_dir
+        .join("blobs/patches")
+        .join(format!("{id}.diff"));
     let stored = std::fs::metadata(&blob).expect("the patch's blob").len();
     assert_eq!(stored, summary.bytes, "{}", blob.display());
     let out = client(&server, &home, &origin, &["status", &id]);
