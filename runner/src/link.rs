@@ -52,8 +52,9 @@ pub async fn run(
     loop {
         match link_once(&ctx, &mut shutdown, &mut backoff).await {
             Ok(End::Shutdown) => return Ok(()),
-            Ok(End::Lost(reason)) => tracing::warn!(%reason, "the link to the server was lost"),
-            Err(error) => tracing::warn!(%error, "cannot link to the server"),
+            // The server's words are quoted (`?`), never written raw to a terminal.
+            Ok(End::Lost(reason)) => tracing::warn!(?reason, "the link to the server was lost"),
+            Err(error) => tracing::warn!(error = ?error.to_string(), "cannot link to the server"),
         }
         tokio::select! {
             () = &mut shutdown => return Ok(()),
@@ -219,6 +220,12 @@ fn on_control(
             return Some(format!("the server said goodbye: {reason}"));
         }
         ControlMessage::Launch { agent, spec } => {
+            // The session id names a directory here: only a plain id is taken.
+            if !is_session_id(&agent.session_id) {
+                let reason = "the session id is not 1 to 64 letters, digits or '-'".to_owned();
+                let _ = up.send(Up::Message(RunnerMessage::LaunchFailed { agent, reason }));
+                return None;
+            }
             if agents.len() >= ctx.settings.capacity as usize {
                 let reason = format!("the runner is at its capacity of {}", ctx.settings.capacity);
                 let _ = up.send(Up::Message(RunnerMessage::LaunchFailed { agent, reason }));
@@ -234,7 +241,7 @@ fn on_control(
         }
         ControlMessage::Kill { agent, reason } => {
             if let Some(handle) = agents.remove(&agent) {
-                tracing::info!(session_id = %agent.session_id, epoch = agent.epoch, %reason, "the server asked to kill an agent");
+                tracing::info!(session_id = %agent.session_id, epoch = agent.epoch, ?reason, "the server asked to kill an agent");
                 let _ = handle.kill.send(());
             }
         }
@@ -242,10 +249,36 @@ fn on_control(
     None
 }
 
+/// A session id as the server makes them (a UUID): safe as a path component and in logs.
+fn is_session_id(id: &str) -> bool {
+    (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
 async fn send(socket: &mut Socket, message: &RunnerMessage) -> Result<(), String> {
     let text = serde_json::to_string(message).map_err(|e| e.to_string())?;
     match tokio::time::timeout(Duration::from_secs(20), socket.send(Message::text(text))).await {
         Ok(sent) => sent.map_err(|e| e.to_string()),
         Err(_) => Err("the server took nothing for 20 s".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_session_id;
+
+    #[test]
+    fn only_plain_session_ids_name_a_workspace() {
+        let cases = [
+            ("1bb6730a-cbba-4f44-b5f2-d9b31c2f050a", true),
+            ("", false),
+            ("..", false),
+            ("../../etc", false),
+            ("a/b", false),
+            ("a\u{1b}[31m", false),
+        ];
+        for (id, ok) in cases {
+            assert_eq!(is_session_id(id), ok, "{id:?}");
+        }
+        assert!(!is_session_id(&"a".repeat(65)));
     }
 }

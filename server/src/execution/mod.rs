@@ -219,7 +219,8 @@ async fn save(
             .config
             .blobs()
             .map_err(|e| ExecutionError::Io(e.to_string()))?;
-        let bytes = bytes::Bytes::from(patch.diff.clone());
+        // Only the summary is used from here on: the diff moves to the store, uncopied.
+        let bytes = bytes::Bytes::from(std::mem::take(&mut patch.diff));
         blobs
             .put_bytes(&crate::blobs::patch_key(&session.id), bytes)
             .await
@@ -232,7 +233,7 @@ async fn save(
     tracing::info!(
         session_id = %session.id,
         files = patch.summary.files.len(),
-        bytes = patch.diff.len(),
+        bytes = patch.summary.bytes,
         "patch stored"
     );
     Ok(patch)

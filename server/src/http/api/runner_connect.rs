@@ -37,7 +37,7 @@ pub async fn connect(
         .max_frame_size(MAX_RUNNER_MESSAGE_BYTES)
         .on_upgrade(move |socket| async move {
             if let Err(reason) = serve_link(socket, &token_name, fleet).await {
-                tracing::info!(runner_token = %token_name, %reason, "runner link ended");
+                tracing::info!(runner_token = %token_name, ?reason, "runner link ended");
             }
         }))
 }
@@ -61,7 +61,7 @@ async fn serve_link(mut socket: WebSocket, token_name: &str, fleet: Fleet) -> Re
             return Err(reason);
         }
     };
-    tracing::info!(runner = %name, capacity, %sandbox, "runner link up");
+    tracing::info!(runner = %name, capacity, ?sandbox, "runner link up");
     let lease = fleet.lease();
     let welcome = ControlMessage::Welcome {
         protocol_version: RUNNER_PROTOCOL_VERSION,
