@@ -4,13 +4,13 @@
 
 use std::sync::Arc;
 
+use crate::sandbox::{AgentControl, AgentProcess, SandboxRequest};
+use crate::workspace::{MAX_PATCH_BYTES, Workspace, patch_of};
 use base64::Engine;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 use ultraplan_protocol::constants::MAX_FRAME_BYTES;
 use ultraplan_protocol::runner::{AgentRef, LaunchSpec, RunnerMessage};
-use ultraplan_server::execution::{MAX_PATCH_BYTES, Workspace, patch_of};
-use ultraplan_server::runner::{AgentControl, AgentProcess, SandboxRequest};
 
 use crate::context::{Context, Up};
 
@@ -138,7 +138,7 @@ async fn start(ctx: &Context, agent: &AgentRef, spec: &LaunchSpec) -> Result<Age
 }
 
 async fn feed_stdin(
-    mut stdin: ultraplan_server::runner::AgentInput,
+    mut stdin: crate::sandbox::AgentInput,
     mut lines: mpsc::UnboundedReceiver<String>,
 ) {
     while let Some(line) = lines.recv().await {
@@ -151,7 +151,7 @@ async fn feed_stdin(
 }
 
 async fn relay_stderr(
-    mut stderr: ultraplan_server::runner::AgentOutput,
+    mut stderr: crate::sandbox::AgentOutput,
     agent: AgentRef,
     up: mpsc::UnboundedSender<Up>,
 ) {
@@ -174,7 +174,7 @@ async fn relay_stderr(
 /// Relay stdout lines until the agent closes it, a line is too long, or the server (or a lost
 /// link) says to kill it.
 async fn relay_stdout(
-    stdout: ultraplan_server::runner::AgentOutput,
+    stdout: crate::sandbox::AgentOutput,
     agent: &AgentRef,
     up: &mpsc::UnboundedSender<Up>,
     mut kill_rx: oneshot::Receiver<()>,
@@ -223,10 +223,7 @@ async fn finish_workspace(ctx: &Context, agent: &AgentRef, up: &mpsc::UnboundedS
         };
         say(up, message);
     }
-    let removed = tokio::task::spawn_blocking(move || {
-        ultraplan_server::execution::remove_workspace_root(&root)
-    })
-    .await;
+    let removed = tokio::task::spawn_blocking(move || crate::workspace::remove_root(&root)).await;
     if let Ok(Err(error)) | Err(error) = removed.map_err(std::io::Error::other) {
         tracing::warn!(session_id = %agent.session_id, %error, "cannot remove the execution workspace");
     }

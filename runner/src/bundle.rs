@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use futures_util::TryStreamExt;
 use tokio_util::io::{StreamReader, SyncIoBridge};
-use ultraplan_server::bundles::{self, ingest_bundle_as};
+use ultraplan_bundle::{self as bundles, ingest_bundle_as};
 
 use crate::context::Context;
 

@@ -1,7 +1,7 @@
 //! What a runner's agent tasks share, and what they send up the link.
 
+use crate::sandbox::Sandbox;
 use ultraplan_protocol::runner::{AgentRef, RunnerMessage};
-use ultraplan_server::runner::Runner;
 
 use crate::ledger::Ledger;
 use crate::settings::RunnerSettings;
@@ -9,7 +9,7 @@ use crate::settings::RunnerSettings;
 /// What every agent task of this runner shares.
 pub(crate) struct Context {
     pub(crate) settings: RunnerSettings,
-    pub(crate) sandbox: Runner,
+    pub(crate) sandbox: Sandbox,
     pub(crate) http: reqwest::Client,
     /// One bundle fetch at a time.
     pub(crate) fetching: tokio::sync::Mutex<()>,

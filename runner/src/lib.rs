@@ -1,8 +1,12 @@
-//! `ultraplan-runner`: a keyless runner. It links out to an ultraplan server over one
-//! WebSocket with a runner token, and runs the agents the server asks for in its local sandbox
-//! (docs/ARCHITECTURE.md §5.3). The server keeps the sessions, the event log and the model
-//! keys; the runner holds bundles it fetched, execution workspaces and the patches it makes of
-//! them, and nothing else.
+//! Where agents run. Two parts:
+//! - [`sandbox`] and [`workspace`]: the sandboxes that start the agent, and the writable copy
+//!   an execution works in with the patch made of it. The server's in-process runner uses
+//!   them as a library.
+//! - `ultraplan-runner`, a keyless runner: it links out to an ultraplan server over one
+//!   WebSocket with a runner token, and runs the agents the server asks for in its local
+//!   sandbox (docs/ARCHITECTURE.md §5.3). The server keeps the sessions, the event log and the
+//!   model keys; the runner holds bundles it fetched, execution workspaces and the patches it
+//!   makes of them, and nothing else.
 
 mod agent;
 mod bundle;
@@ -10,7 +14,9 @@ mod context;
 mod ledger;
 mod lines;
 mod link;
+pub mod sandbox;
 mod settings;
+pub mod workspace;
 
 pub use ledger::{LedgerEntry, read_ledger};
 pub use link::run;

@@ -37,8 +37,7 @@ pub async fn run(
     clear_workspaces(&settings).await;
     let instance = format!("runner-{}", settings.name);
     let sandbox =
-        ultraplan_server::runner::select(settings.sandbox, &settings.agent_binary, &instance)
-            .await?;
+        crate::sandbox::select(settings.sandbox, &settings.agent_binary, &instance).await?;
     tracing::info!(sandbox = sandbox.name(), name = %settings.name, capacity = settings.capacity, "runner ready");
     let ctx = Arc::new(Context {
         ledger: Ledger::at(&settings.data_dir),
@@ -77,10 +76,8 @@ async fn clear_workspaces(settings: &RunnerSettings) {
     };
     while let Ok(Some(entry)) = entries.next_entry().await {
         let root = entry.path();
-        let removed = tokio::task::spawn_blocking(move || {
-            ultraplan_server::execution::remove_workspace_root(&root)
-        })
-        .await;
+        let removed =
+            tokio::task::spawn_blocking(move || crate::workspace::remove_root(&root)).await;
         if let Ok(Err(error)) = removed {
             tracing::warn!(%error, "cannot remove a leftover workspace");
         }

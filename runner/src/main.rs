@@ -4,10 +4,10 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Parser;
+use ultraplan_bundle::BundleLimits;
 use ultraplan_runner::RunnerSettings;
-use ultraplan_server::bundles::BundleLimits;
-use ultraplan_server::config::RunnerKind;
-use ultraplan_server::runner::SandboxLimits;
+use ultraplan_runner::sandbox::SandboxKind;
+use ultraplan_runner::sandbox::SandboxLimits;
 
 /// A keyless runner: links out to an ultraplan server and runs its sessions' agents in a
 /// local sandbox. It holds no model keys and no database access.
@@ -30,8 +30,8 @@ struct Args {
     #[arg(long, env = "ULTRAPLAN_RUNNER_DATA_DIR")]
     data_dir: Option<PathBuf>,
     /// The sandbox agents run in.
-    #[arg(long, env = "ULTRAPLAN_RUNNER", value_enum, default_value_t = RunnerKind::Auto)]
-    sandbox: RunnerKind,
+    #[arg(long, env = "ULTRAPLAN_RUNNER", value_enum, default_value_t = SandboxKind::Auto)]
+    sandbox: SandboxKind,
     /// The static `ultraplan-agent` binary.
     #[arg(long, env = "ULTRAPLAN_AGENT_BIN")]
     agent_bin: Option<PathBuf>,
@@ -64,7 +64,7 @@ fn settings(args: Args) -> anyhow::Result<RunnerSettings> {
     };
     let agent_binary = match args.agent_bin {
         Some(path) => path,
-        None => ultraplan_server::config::default_agent_binary(),
+        None => ultraplan_runner::sandbox::default_agent_binary(),
     };
     Ok(RunnerSettings {
         server: args.server,

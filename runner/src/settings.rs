@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
-use ultraplan_server::bundles::BundleLimits;
-use ultraplan_server::config::RunnerKind;
-use ultraplan_server::runner::SandboxLimits;
+use crate::sandbox::SandboxKind;
+use crate::sandbox::SandboxLimits;
+use ultraplan_bundle::BundleLimits;
 
 /// A runner's settings.
 #[derive(Debug, Clone)]
@@ -20,7 +20,7 @@ pub struct RunnerSettings {
     /// Fetched bundles, execution workspaces and the agent ledger.
     pub data_dir: PathBuf,
     pub agent_binary: PathBuf,
-    pub sandbox: RunnerKind,
+    pub sandbox: SandboxKind,
     pub limits: SandboxLimits,
     pub bundle_limits: BundleLimits,
 }
@@ -58,7 +58,7 @@ mod tests {
             capacity: 1,
             data_dir: PathBuf::from("/tmp"),
             agent_binary: PathBuf::from("/bin/true"),
-            sandbox: RunnerKind::Bwrap,
+            sandbox: SandboxKind::Bwrap,
             limits: SandboxLimits::default(),
             bundle_limits: BundleLimits::default(),
         }

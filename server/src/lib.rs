@@ -5,7 +5,6 @@
 
 pub mod auth;
 pub mod blobs;
-pub mod bundles;
 pub mod comments;
 pub mod config;
 pub mod core;
@@ -43,7 +42,7 @@ pub async fn start(
     }
     retention::spawn(core.clone());
     let config = core.config.clone();
-    runner::tmpfs::set_workspace_cap(config.workspace_max_bytes);
+    ultraplan_runner::sandbox::tmpfs::set_workspace_cap(config.workspace_max_bytes);
     let template = runner_settings(&config);
     let fleet = fleet::Fleet::new(core.clone(), models.clone(), template.clone());
     let state = AppState::over(core.clone()).with_fleet(fleet);
@@ -52,7 +51,8 @@ pub async fn start(
         return Ok(state.with_runners_elsewhere());
     }
     match runner::select(config.runner, &config.agent_binary, &config.instance_id()).await {
-        Ok(runner) => {
+        Ok(sandbox) => {
+            let runner = runner::Runner::Local(sandbox);
             let mut settings = template;
             settings.execute = executes(&runner).await;
             let orchestrator =
@@ -99,7 +99,7 @@ pub fn only_process(config: &Config) -> bool {
 /// Whether approved plans can be executed: the patch needs git, and Bash must run in a real
 /// sandbox (the unsandboxed process runner would run it on the host).
 async fn executes(runner: &runner::Runner) -> bool {
-    if matches!(runner, runner::Runner::Process) {
+    if runner.is_unsandboxed() {
         tracing::warn!(
             "ULTRAPLAN_RUNNER=process: approved plans are not executed remotely (Bash would run \
              on the host)"

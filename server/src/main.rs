@@ -7,7 +7,7 @@ use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 use std::sync::Arc;
 use ultraplan_server::config::{
-    BodyDeadline, Config, RateLimit, RateLimits, RequestLimits, RunnerKind, Secret, UploadSlots,
+    BodyDeadline, Config, RateLimit, RateLimits, RequestLimits, SandboxKind, Secret, UploadSlots,
     default_data_dir, defaults, sqlite_url,
 };
 use ultraplan_server::flags::Flag;
@@ -66,7 +66,7 @@ struct ServeArgs {
     public_url: Option<String>,
     /// Sandbox for agents.
     #[arg(long, env = "ULTRAPLAN_RUNNER", value_enum, default_value_t = defaults::RUNNER)]
-    runner: RunnerKind,
+    runner: SandboxKind,
     /// anthropic:<model>, openai:<model> or offline (default: anthropic if its key is set,
     /// else openai if its key is set, else offline).
     #[arg(long, env = "ULTRAPLAN_MODEL")]

@@ -1,6 +1,6 @@
 //! Why a blob store operation failed.
 
-use crate::bundles::BundleError;
+use ultraplan_bundle::BundleError;
 
 /// Every way the blob store can fail. [`is_unavailable`](Self::is_unavailable) tells a store
 /// that could not be reached or answered badly (worth retrying) from a blob that is missing or
@@ -95,7 +95,7 @@ impl BlobError {
         while let Some(error) = next {
             if error
                 .downcast_ref::<std::io::Error>()
-                .is_some_and(crate::bundles::is_storage_full)
+                .is_some_and(ultraplan_bundle::is_storage_full)
             {
                 return true;
             }

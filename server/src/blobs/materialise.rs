@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use tokio_util::io::{StreamReader, SyncIoBridge};
 
 use super::{BlobError, BlobStore, bundle_key_as};
-use crate::bundles::registry::Uploading;
-use crate::bundles::{self, BundleLimits};
+use ultraplan_bundle::registry::Uploading;
+use ultraplan_bundle::{self as bundles, BundleLimits};
 
 /// The path of bundle `sha`'s unpacked tree under `bundles_dir`, unpacking it from the blob
 /// store first when it is not there.

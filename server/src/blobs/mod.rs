@@ -26,7 +26,7 @@ use object_store::path::Path as Key;
 use object_store::{ObjectStore, ObjectStoreExt, WriteMultipart};
 use tokio::io::AsyncReadExt;
 
-use crate::bundles::BundleEncoding;
+use ultraplan_bundle::BundleEncoding;
 
 pub use error::BlobError;
 pub use location::{BlobLocation, LocationError};
@@ -61,7 +61,7 @@ pub fn bundle_of_key(key: &str) -> Option<&str> {
     let sha = BundleEncoding::ALL
         .iter()
         .find_map(|encoding| name.strip_suffix(&format!(".{}", encoding.extension())))?;
-    crate::bundles::is_valid_sha256(sha).then_some(sha)
+    ultraplan_bundle::is_valid_sha256(sha).then_some(sha)
 }
 
 /// An object store and the prefix every key lives under. Cheap to clone.

@@ -7,7 +7,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use super::*;
-use crate::bundles::{BundleError, BundleLimits};
+use ultraplan_bundle::{BundleError, BundleLimits};
 
 fn store(dir: &Path) -> BlobStore {
     BlobStore::open(&BlobLocation::File(dir.join("blobs"))).expect("open")
@@ -114,13 +114,13 @@ async fn a_missing_tree_is_unpacked_from_its_blob_and_then_served_from_the_cache
     let tree = ensure_bundle_tree(&blobs, &root, &sha, &limits)
         .await
         .expect("materialise");
-    assert_eq!(tree, crate::bundles::bundle_dir(&root, &sha));
+    assert_eq!(tree, ultraplan_bundle::bundle_dir(&root, &sha));
     assert_eq!(
         std::fs::read_to_string(tree.join("src/lib.rs")).expect("file"),
         "pub fn f() {}\n"
     );
     assert!(
-        crate::bundles::bundle_exists(&root, &sha),
+        ultraplan_bundle::bundle_exists(&root, &sha),
         "tree and archive"
     );
 
@@ -153,7 +153,7 @@ async fn a_zstd_bundle_is_found_unpacked_and_deleted_under_its_own_key() {
         std::fs::read_to_string(tree.join("src/lib.rs")).expect("file"),
         "pub fn z() {}\n"
     );
-    let archive = crate::bundles::archive_path(&root, &sha);
+    let archive = ultraplan_bundle::archive_path(&root, &sha);
     assert!(
         archive.to_string_lossy().ends_with(".tar.zst"),
         "{archive:?}"
@@ -182,7 +182,7 @@ async fn a_blob_whose_bytes_contradict_its_key_is_refused() {
         ),
         "{refused:?}"
     );
-    assert!(!crate::bundles::tree_exists(&root, &sha));
+    assert!(!ultraplan_bundle::tree_exists(&root, &sha));
 }
 
 #[tokio::test]
@@ -202,7 +202,7 @@ async fn changed_bytes_in_the_store_are_refused_and_leave_nothing() {
         }) => assert_eq!(expected, sha),
         other => panic!("expected a damaged-bundle refusal, got {other:?}"),
     }
-    assert!(!crate::bundles::tree_exists(&root, &sha));
+    assert!(!ultraplan_bundle::tree_exists(&root, &sha));
     let left: Vec<_> = std::fs::read_dir(&root)
         .map(|d| d.flatten().map(|e| e.file_name()).collect())
         .unwrap_or_default();

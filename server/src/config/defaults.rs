@@ -3,12 +3,12 @@
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
-use super::RunnerKind;
+use super::SandboxKind;
 
 /// Address the server listens on.
 pub const BIND: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 7878));
 /// Which sandbox runs agents: the best one this host has.
-pub const RUNNER: RunnerKind = RunnerKind::Auto;
+pub const RUNNER: SandboxKind = SandboxKind::Auto;
 /// Sessions with a live agent at once.
 pub const MAX_RUNNING: usize = 16;
 /// Seconds a runner's claim on a session lasts without a renewal.

@@ -8,7 +8,7 @@ pub use ultraplan_gateway::Secret;
 use ultraplan_protocol::model_spec::ModelSpec;
 
 use crate::blobs::{BlobError, BlobLocation, BlobStore};
-use crate::bundles::BundleLimits;
+use ultraplan_bundle::BundleLimits;
 
 pub mod defaults;
 mod limits;
@@ -17,14 +17,7 @@ pub use limits::{
     BodyDeadline, RateLimit, RateLimits, RequestLimits, RetentionConfig, UploadSlots,
 };
 
-/// Which sandbox runs agents.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum RunnerKind {
-    Auto,
-    Docker,
-    Bwrap,
-    Process,
-}
+pub use ultraplan_runner::sandbox::{SandboxKind, default_agent_binary};
 
 /// Everything the server needs to run.
 #[derive(Debug, Clone)]
@@ -35,7 +28,7 @@ pub struct Config {
     pub public_url: String,
     /// Database URL; may carry a password.
     pub database_url: Secret,
-    pub runner: RunnerKind,
+    pub runner: SandboxKind,
     /// `anthropic:<model>`, `openai:<model>` or `offline`.
     pub model: String,
     pub anthropic_api_key: Option<Secret>,
@@ -188,17 +181,6 @@ pub fn model_problem(model: &str, anthropic: bool, openai: bool) -> Option<Strin
 /// The SQLite URL for a data dir.
 pub fn sqlite_url(data_dir: &Path) -> String {
     format!("sqlite://{}", data_dir.join("ultraplan.db").display())
-}
-
-/// Where the agent binary is: `ULTRAPLAN_AGENT_BIN`, else beside the server's executable.
-pub fn default_agent_binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("ULTRAPLAN_AGENT_BIN").filter(|v| !v.is_empty()) {
-        return PathBuf::from(path);
-    }
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|dir| dir.join("ultraplan-agent")))
-        .unwrap_or_else(|| PathBuf::from("ultraplan-agent"))
 }
 
 /// `$XDG_DATA_HOME/ultraplan`, else `~/.local/share/ultraplan`, else `./.ultraplan-data`.

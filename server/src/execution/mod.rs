@@ -1,47 +1,38 @@
 //! Remote execution of an approved plan: the writable workspace, the patch it produces, and
 //! the `result` that reports it.
 //!
-//! The agent never reports its own diff: the server computes it from the workspace with a
-//! private git repository the sandbox cannot reach, so the patch is what the tree holds.
+//! The workspace and the patch making are the runner crate's (`ultraplan_runner::workspace`),
+//! shared with `ultraplan-runner`; this module decides the mode, stores and reports patches.
 
-mod copy;
-mod diffstat;
-mod git;
-mod links;
 mod remote;
 mod report;
 mod restart;
-mod symlinks;
-mod workspace;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use ultraplan_protocol::events::EventBody;
 use ultraplan_protocol::frames::AgentMode;
 use ultraplan_protocol::patch::{Execution, ExecutionState};
 use ultraplan_protocol::{ExitPlanModeScanner, ScanResult};
 
-pub use git::available as git_available;
 pub use remote::RemotePatch;
 pub use report::{Ending, patch_result};
 pub use restart::{finish_abandoned, settle_finished};
-pub use workspace::{Patch, Workspace, remove_root as remove_workspace_root};
+pub use ultraplan_runner::workspace::{
+    MAX_PATCH_BYTES, Patch, Workspace, WorkspaceError, git_available, patch_of,
+    remove_root as remove_workspace_root,
+};
 
 use crate::core::Core;
 use crate::store::{PatchRow, SessionRow, StoreError, StoreResult};
 
-/// Largest patch the server stores.
-pub const MAX_PATCH_BYTES: usize = 64 * 1024 * 1024;
-
 /// Why execution could not be prepared or finished.
 #[derive(Debug, thiserror::Error)]
 pub enum ExecutionError {
-    #[error("git {command} failed: {reason}")]
-    Git { command: String, reason: String },
-    #[error("workspace: {0}")]
-    Io(String),
-    #[error("the patch is larger than {0} bytes")]
-    TooLarge(usize),
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+    #[error("the patch could not be stored: {0}")]
+    Blob(String),
     #[error("the runner's patch was refused: {0}")]
     Remote(String),
     #[error(transparent)]
@@ -159,22 +150,10 @@ pub async fn load_patch(state: &Core, session_id: &str) -> StoreResult<Option<Pa
 /// patch failed stays for inspection.
 async fn remove_workspace(state: &Core, session_id: &str) {
     let root = workspace_root(state, session_id);
-    let removed = tokio::task::spawn_blocking(move || workspace::remove_root(&root)).await;
+    let removed = tokio::task::spawn_blocking(move || remove_workspace_root(&root)).await;
     if let Ok(Err(error)) | Err(error) = removed.map_err(std::io::Error::other) {
         tracing::warn!(session_id, %error, "cannot remove the execution workspace");
     }
-}
-
-/// The patch of the workspace under `root` (see [`workspace_of`]): symlinks that are
-/// absolute, leave the tree or point into `.git` are taken out first and listed in
-/// `left_out` with their reason, so the patch never carries them.
-pub async fn patch_of(root: &Path, max_bytes: usize) -> Result<Patch, ExecutionError> {
-    let workspace = Workspace::at(root);
-    let refused = symlinks::refuse(root).await?;
-    let mut patch = workspace.diff(max_bytes).await?;
-    symlinks::check_no_path_through_links(&workspace.tree, &patch.summary).await?;
-    patch.summary.left_out.extend(refused);
-    Ok(patch)
 }
 
 async fn compute(state: &Core, session: &SessionRow) -> Result<Patch, ExecutionError> {
@@ -199,7 +178,7 @@ async fn store_remote(
         }
     };
     if diff.len() > MAX_PATCH_BYTES {
-        return Err(ExecutionError::TooLarge(MAX_PATCH_BYTES));
+        return Err(WorkspaceError::TooLarge(MAX_PATCH_BYTES).into());
     }
     remote::check_summary(&diff, &summary).map_err(ExecutionError::Remote)?;
     save(state, session, Patch { diff, summary }).await
@@ -218,13 +197,13 @@ async fn save(
         let blobs = state
             .config
             .blobs()
-            .map_err(|e| ExecutionError::Io(e.to_string()))?;
+            .map_err(|e| ExecutionError::Blob(e.to_string()))?;
         // Only the summary is used from here on: the diff moves to the store, uncopied.
         let bytes = bytes::Bytes::from(std::mem::take(&mut patch.diff));
         blobs
             .put_bytes(&crate::blobs::patch_key(&session.id), bytes)
             .await
-            .map_err(|e| ExecutionError::Io(e.to_string()))?;
+            .map_err(|e| ExecutionError::Blob(e.to_string()))?;
     }
     state
         .store

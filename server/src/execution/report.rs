@@ -3,7 +3,7 @@
 use ultraplan_protocol::events::{EventBody, ResultEvent};
 use ultraplan_protocol::patch::{LeftOut, PatchSummary};
 
-use super::workspace::MAX_NEW_FILE_BYTES;
+use ultraplan_runner::workspace::MAX_NEW_FILE_BYTES;
 
 /// How the execution ended.
 #[derive(Debug, Clone, PartialEq, Eq)]

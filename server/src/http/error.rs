@@ -6,10 +6,10 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use ultraplan_protocol::api::{ErrorBody, ErrorDetail};
 
-use crate::bundles::BundleError;
 use crate::retention::QuotaError;
 use crate::sessions::SessionError;
 use crate::store::StoreError;
+use ultraplan_bundle::BundleError;
 
 /// An API error.
 #[derive(Debug, thiserror::Error)]

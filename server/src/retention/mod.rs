@@ -20,9 +20,9 @@ use std::path::Path;
 
 pub use quota::{Quota, QuotaError, human_bytes, parse_size, quota_message};
 
-use crate::bundles::registry;
 use crate::core::Core;
 use crate::store::StoreError;
+use ultraplan_bundle::registry;
 
 /// What one pass removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -101,11 +101,11 @@ pub async fn sweep(state: &Core, now: i64) -> Result<Swept, StoreError> {
 
 /// Remove a bundle's tree and archive (what is missing already is fine).
 pub(crate) async fn remove_files(root: &Path, sha: &str) {
-    if !crate::bundles::is_valid_sha256(sha) {
+    if !ultraplan_bundle::is_valid_sha256(sha) {
         return;
     }
-    let dir = crate::bundles::bundle_dir(root, sha);
-    let archive = crate::bundles::archive_path(root, sha);
+    let dir = ultraplan_bundle::bundle_dir(root, sha);
+    let archive = ultraplan_bundle::archive_path(root, sha);
     let removed = tokio::task::spawn_blocking(move || {
         let tree = match std::fs::remove_dir_all(&dir) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),

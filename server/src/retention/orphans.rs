@@ -6,9 +6,9 @@
 use std::path::Path;
 
 use crate::blobs::{BlobStore, bundle_of_key};
-use crate::bundles::{self, registry};
 use crate::core::Core;
 use crate::store::StoreError;
+use ultraplan_bundle::{self as bundles, registry};
 
 /// Bundle ids with files in the store that are older than `cutoff` (ms).
 fn stored_ids(root: &Path, cutoff: i64) -> std::io::Result<Vec<String>> {

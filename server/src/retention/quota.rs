@@ -2,9 +2,9 @@
 //! refused with 413 `quota_exceeded`, before its body is read when the numbers already tell,
 //! else once it is unpacked (then its files are removed unless someone else holds them).
 
-use crate::bundles::registry::Uploading;
 use crate::core::Core;
 use crate::store::{Admission, BundleRow, StoreError};
+use ultraplan_bundle::registry::Uploading;
 
 /// Why an upload is refused for the quota.
 #[derive(Debug, thiserror::Error)]

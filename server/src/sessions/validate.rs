@@ -7,8 +7,8 @@ use ultraplan_protocol::events::{
 use ultraplan_protocol::session::PromptVariant;
 
 use super::error::{SessionError, SessionResult};
-use crate::bundles::is_valid_sha256;
 use crate::config::Config;
+use ultraplan_bundle::is_valid_sha256;
 
 const MAX_EVENTS_PER_REQUEST: usize = 16;
 const MAX_TITLE_CHARS: usize = 200;

@@ -67,7 +67,7 @@ impl StoreError {
                 let code = db.code().unwrap_or_default();
                 code == "13" || code.starts_with("53")
             }
-            StoreError::Database(sqlx::Error::Io(e)) => crate::bundles::is_storage_full(e),
+            StoreError::Database(sqlx::Error::Io(e)) => ultraplan_bundle::is_storage_full(e),
             _ => false,
         }
     }

@@ -12,7 +12,7 @@ use ultraplan_protocol::model::{ModelError, ModelRequest, ModelResponse, StopRea
 use ultraplan_server::orchestrator::{
     Completion, ModelBackend, Orchestrator, OrchestratorSettings,
 };
-use ultraplan_server::runner::Runner;
+use ultraplan_server::runner::{Runner, Sandbox};
 
 use crate::support::{Backend, TestServer};
 
@@ -139,13 +139,14 @@ pub async fn agent_server_dyn(
     tweak: impl FnOnce(&mut OrchestratorSettings),
 ) -> (TestServer, Orchestrator) {
     let runner = ultraplan_server::runner::select(
-        ultraplan_server::config::RunnerKind::Bwrap,
+        ultraplan_runner::sandbox::SandboxKind::Bwrap,
         &agent_binary(),
         "agents-test",
     )
     .await
     .expect("bubblewrap must work here (.ci/run installs it)");
-    assert!(matches!(runner, Runner::Bwrap));
+    assert!(matches!(runner, Sandbox::Bwrap));
+    let runner = Runner::Local(runner);
     let mut settings = OrchestratorSettings::new(agent_binary());
     settings.max_running = 4;
     tweak(&mut settings);

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use ultraplan_server::bundles::BundleEncoding;
+use ultraplan_bundle::BundleEncoding;
 
 use crate::agents::{agent_server, is_plan, planner, wait_for};
 use crate::support::{Backend, TestServer, create_body, entries, head, tarball};

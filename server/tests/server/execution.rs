@@ -469,7 +469,7 @@ async fn escaping_symlinks_never_reach_the_stored_patch() {
         .await
         .expect("store")
         .expect("row");
-    let bundle = ultraplan_server::bundles::bundle_dir(
+    let bundle = ultraplan_bundle::bundle_dir(
         &state.core.config.bundles_dir(),
         row.bundle_id.as_deref().expect("bundle"),
     );

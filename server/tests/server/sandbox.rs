@@ -1,5 +1,5 @@
 //! The sandbox holds. `ultraplan-sandbox-probe` (a second bin of the agent crate, built static
-//! beside the agent by `scripts/build-agent`) is started through `Runner::launch` with the very
+//! beside the agent by `scripts/build-agent`) is started through `Sandbox::launch` with the very
 //! `SandboxRequest` an agent gets, and reports what it could do from inside: connect to a
 //! listener of this test, read a host file outside the mounts, write the read-only workspace,
 //! see a model key, run a shell.
@@ -18,10 +18,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use ultraplan_server::config::RunnerKind;
-use ultraplan_server::runner::docker::SESSION_LABEL;
-use ultraplan_server::runner::{
-    AgentExit, DockerRunner, Runner, SandboxLimits, SandboxRequest, select,
+use ultraplan_runner::sandbox::SandboxKind;
+use ultraplan_runner::sandbox::docker::SESSION_LABEL;
+use ultraplan_runner::sandbox::{
+    AgentExit, DockerRunner, Sandbox, SandboxLimits, SandboxRequest, select,
 };
 
 /// Set in the re-executed child; its presence means "the keys are in this process".
@@ -41,7 +41,7 @@ pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// One sandboxed runner and what its sandbox legitimately puts in the environment.
 struct Case {
-    kind: RunnerKind,
+    kind: SandboxKind,
     env: &'static [&'static str],
 }
 
@@ -49,12 +49,12 @@ struct Case {
 const SANDBOXED: [Case; 2] = [
     Case {
         // bwrap itself sets PWD for `--chdir`.
-        kind: RunnerKind::Bwrap,
+        kind: SandboxKind::Bwrap,
         env: &["HOME", "PWD", "ULTRAPLAN_LOG", "ULTRAPLAN_WORKSPACE"],
     },
     Case {
         // Docker itself adds PATH and HOSTNAME to every container.
-        kind: RunnerKind::Docker,
+        kind: SandboxKind::Docker,
         env: &[
             "HOME",
             "HOSTNAME",
@@ -116,7 +116,7 @@ async fn the_process_runner_clears_the_environment_but_is_no_sandbox() {
         "exec": ["/bin/sh"],
     });
     let req = fx.request("process", &probe);
-    let run = run_probe(&Runner::Process, &req, &request)
+    let run = run_probe(&Sandbox::Process, &req, &request)
         .await
         .unwrap_or_else(|e| panic!("process: {e}"));
     eprintln!("{}", run.table("process"));
@@ -170,7 +170,7 @@ async fn sandboxed_case(case: &Case, probe: &Path) -> Result<Vec<String>, String
     let name = kind_name(case.kind);
     let fx = Fixture::new();
     let runner = match case.kind {
-        RunnerKind::Docker => Runner::Docker(DockerRunner::prepare(probe, &format!("probe-{}", std::process::id())).await.map_err(|e| {
+        SandboxKind::Docker => Sandbox::Docker(DockerRunner::prepare(probe, &format!("probe-{}", std::process::id())).await.map_err(|e| {
             format!(
                 "DockerRunner::prepare failed, so the Docker sandbox cannot be tested: {e}. \
                  Docker must be reachable (CI starts dockerd; locally run \
@@ -278,7 +278,7 @@ async fn sandboxed_case(case: &Case, probe: &Path) -> Result<Vec<String>, String
     // Nothing to run but the binary itself.
     check(!run.allowed("exec", "/bin/sh"), "ran /bin/sh".to_owned());
 
-    if case.kind == RunnerKind::Docker {
+    if case.kind == SandboxKind::Docker {
         // `wait()` returned: the container must be gone.
         let left = containers_of_session(&req.session_id).await?;
         check(
@@ -357,7 +357,7 @@ impl ProbeRun {
 
 /// Start the probe through the runner, send the request, read its one line, reap it.
 pub(crate) async fn run_probe(
-    runner: &Runner,
+    runner: &Sandbox,
     req: &SandboxRequest,
     request: &Value,
 ) -> Result<ProbeRun, String> {
@@ -440,7 +440,7 @@ async fn container_pid(session_id: &str) -> Option<i32> {
 /// [`run_probe`]; when the request holds the probe, `inspect` looks at the sandbox from the
 /// host after the report and before the probe is released.
 pub(crate) async fn run_probe_holding<T>(
-    runner: &Runner,
+    runner: &Sandbox,
     req: &SandboxRequest,
     request: &Value,
     inspect: impl FnOnce(&SandboxView) -> T,
@@ -717,12 +717,12 @@ pub(crate) fn names(list: &[&str]) -> BTreeSet<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
 }
 
-pub(crate) fn kind_name(kind: RunnerKind) -> &'static str {
+pub(crate) fn kind_name(kind: SandboxKind) -> &'static str {
     match kind {
-        RunnerKind::Auto => "auto",
-        RunnerKind::Docker => "docker",
-        RunnerKind::Bwrap => "bwrap",
-        RunnerKind::Process => "process",
+        SandboxKind::Auto => "auto",
+        SandboxKind::Docker => "docker",
+        SandboxKind::Bwrap => "bwrap",
+        SandboxKind::Process => "process",
     }
 }
 

@@ -13,10 +13,10 @@
 use std::path::Path;
 
 use serde_json::json;
-use ultraplan_server::config::RunnerKind;
+use ultraplan_runner::sandbox::SandboxKind;
+use ultraplan_runner::sandbox::spec::TMP_BYTES;
+use ultraplan_runner::sandbox::{DockerRunner, Sandbox, SandboxRequest, select};
 use ultraplan_server::execution::Workspace;
-use ultraplan_server::runner::spec::TMP_BYTES;
-use ultraplan_server::runner::{DockerRunner, Runner, SandboxRequest, select};
 
 use crate::sandbox::{
     CANARIES, Fixture, Listener, ProbeRun, WORKSPACE_CONTENT, WORKSPACE_FILE, env_probes,
@@ -46,11 +46,11 @@ async fn sandbox_execution_mode_holds_under_bwrap_and_docker() {
     let mut failures = Vec::new();
     for (kind, env) in [
         (
-            RunnerKind::Bwrap,
+            SandboxKind::Bwrap,
             &["HOME", "PWD", "ULTRAPLAN_LOG", "ULTRAPLAN_WORKSPACE"][..],
         ),
         (
-            RunnerKind::Docker,
+            SandboxKind::Docker,
             &[
                 "HOME",
                 "HOSTNAME",
@@ -73,13 +73,13 @@ async fn sandbox_execution_mode_holds_under_bwrap_and_docker() {
     );
 }
 
-async fn runner(kind: RunnerKind, probe: &Path) -> Result<Runner, String> {
+async fn runner(kind: SandboxKind, probe: &Path) -> Result<Sandbox, String> {
     match kind {
-        RunnerKind::Docker => {
+        SandboxKind::Docker => {
             let instance = format!("exec-probe-{}", std::process::id());
             DockerRunner::prepare(probe, &instance)
                 .await
-                .map(Runner::Docker)
+                .map(Sandbox::Docker)
                 .map_err(|e| format!("Docker must be reachable for this test: {e}"))
         }
         kind => select(kind, probe, "exec-probe")
@@ -89,7 +89,7 @@ async fn runner(kind: RunnerKind, probe: &Path) -> Result<Runner, String> {
 }
 
 async fn execution_case(
-    kind: RunnerKind,
+    kind: SandboxKind,
     env: &[&str],
     probe: &Path,
 ) -> Result<Vec<String>, String> {

@@ -1,5 +1,5 @@
 //! Sandbox limits hold in aggregate, inside real bwrap and Docker sandboxes started by this
-//! (root) test through `Runner::launch`: a fork bomb stops at the process limit, memory hogs
+//! (root) test through `Sandbox::launch`: a fork bomb stops at the process limit, memory hogs
 //! that each fit the per-process limit are OOM-killed together at the cgroup limit, new user
 //! namespaces, mounts, ptrace, keyctl and bpf are refused, `/proc` shows no host path, and the
 //! sandboxed processes run as a non-root host uid. Each attack is bounded (a fork bomb of at
@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use ultraplan_server::config::RunnerKind;
-use ultraplan_server::runner::{DockerRunner, Runner, SandboxLimits, select};
+use ultraplan_runner::sandbox::SandboxKind;
+use ultraplan_runner::sandbox::{DockerRunner, Sandbox, SandboxLimits, select};
 
 use crate::sandbox::{Fixture, ProbeRun, SandboxView, kind_name, probe_binary, run_probe_holding};
 
@@ -95,13 +95,13 @@ fn look(view: &SandboxView) -> HostSide {
     }
 }
 
-async fn runner_for(kind: RunnerKind, probe: &Path) -> Result<Runner, String> {
+async fn runner_for(kind: SandboxKind, probe: &Path) -> Result<Sandbox, String> {
     match kind {
-        RunnerKind::Docker => {
+        SandboxKind::Docker => {
             let instance = format!("limits-{}", std::process::id());
             DockerRunner::prepare(probe, &instance)
                 .await
-                .map(Runner::Docker)
+                .map(Sandbox::Docker)
                 .map_err(|e| {
                     format!(
                         "Docker must be reachable for this test (`source scripts/ensure-dockerd`): {e}"
@@ -116,15 +116,15 @@ async fn runner_for(kind: RunnerKind, probe: &Path) -> Result<Runner, String> {
 
 #[tokio::test]
 async fn sandbox_limits_hold_in_aggregate_under_bwrap() {
-    aggregate_case(RunnerKind::Bwrap).await;
+    aggregate_case(SandboxKind::Bwrap).await;
 }
 
 #[tokio::test]
 async fn sandbox_limits_hold_in_aggregate_under_docker() {
-    aggregate_case(RunnerKind::Docker).await;
+    aggregate_case(SandboxKind::Docker).await;
 }
 
-async fn aggregate_case(kind: RunnerKind) {
+async fn aggregate_case(kind: SandboxKind) {
     let name = kind_name(kind);
     let probe = probe_binary();
     let runner = runner_for(kind, &probe)
@@ -187,7 +187,7 @@ async fn aggregate_case(kind: RunnerKind) {
         );
     }
     check_proc_shows_no_host_path(&run, &host_paths, &mut check);
-    if kind == RunnerKind::Bwrap {
+    if kind == SandboxKind::Bwrap {
         // The session ends with its limits named, and its cgroups are gone.
         check(
             run.exit.description.contains("OOM-killed")
@@ -303,7 +303,7 @@ fn check_proc_shows_no_host_path(
 #[tokio::test]
 async fn sandbox_limits_are_reported_by_healthz() {
     let probe = probe_binary();
-    runner_for(RunnerKind::Bwrap, &probe)
+    runner_for(SandboxKind::Bwrap, &probe)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let server = crate::support::TestServer::start(crate::support::Backend::Sqlite).await;

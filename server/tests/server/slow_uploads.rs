@@ -206,7 +206,7 @@ async fn the_global_bound_answers_503_and_slow_uploads_are_cut_off_with_408() {
     }
     until("the slots to be free", || gate.running() == 0).await;
     assert!(staging_is_empty(&server), "an upload left staging files");
-    assert!(!ultraplan_server::bundles::bundle_exists(
+    assert!(!ultraplan_bundle::bundle_exists(
         &server.state.core.config.bundles_dir(),
         &sha
     ));

@@ -11,10 +11,10 @@ use ultraplan_protocol::api::BundleUploaded;
 
 use crate::auth::AuthUser;
 use crate::blobs::{self, BlobError, BlobStore};
-use crate::bundles::{self, BundleEncoding, BundleStats};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::store::{BundleRow, now_ms};
+use ultraplan_bundle::{self as bundles, BundleEncoding, BundleStats};
 
 pub(super) fn check_sha(sha: &str) -> ApiResult<()> {
     if bundles::is_valid_sha256(sha) {

@@ -148,7 +148,7 @@ pub async fn eligibility(
 
 /// What eligibility advertises for bundle uploads, preferred first.
 fn bundle_encodings() -> Vec<String> {
-    crate::bundles::BundleEncoding::ALL
+    ultraplan_bundle::BundleEncoding::ALL
         .iter()
         .map(|encoding| encoding.name().to_owned())
         .collect()

@@ -11,11 +11,11 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::blobs::{self, BlobError};
-use crate::bundles::BundleEncoding;
 use crate::http::api::bundles::{blob_error, blob_store, check_sha};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::runner_auth::RunnerAuth;
 use crate::http::state::AppState;
+use ultraplan_bundle::BundleEncoding;
 
 /// The media type of an archive in this encoding: the one its upload declared.
 pub fn content_type(encoding: BundleEncoding) -> &'static str {

@@ -9,7 +9,7 @@ use tokio::sync::{mpsc, oneshot};
 use ultraplan_protocol::runner::{AgentRef, ControlMessage};
 
 use super::{RemoteLink, RemotePatch, Started};
-use crate::runner::{AgentExit, AgentProcess};
+use crate::runner::{AgentExit, AgentProcess, RemoteAgent};
 
 /// How much of a pipe is buffered before its writer waits.
 const PIPE_BYTES: usize = 64 * 1024;
@@ -60,14 +60,15 @@ pub struct RemoteHandle {
     patch: Arc<Mutex<Option<RemotePatch>>>,
 }
 
-impl RemoteHandle {
-    pub fn start_kill(&mut self) {
+#[async_trait::async_trait]
+impl RemoteAgent for RemoteHandle {
+    fn start_kill(&mut self) {
         if self.ended.is_none() {
             self.link.kill(&self.agent, "stopped by the server");
         }
     }
 
-    pub async fn wait(&mut self) -> Option<AgentExit> {
+    async fn wait(&mut self) -> Option<AgentExit> {
         if let Some(exit) = self.exit.take() {
             let ended = exit.await.unwrap_or_else(|_| AgentExit {
                 success: false,
@@ -79,7 +80,7 @@ impl RemoteHandle {
     }
 
     /// What the runner made of an executing agent's workspace, once it said.
-    pub fn take_patch(&mut self) -> Option<RemotePatch> {
+    fn take_patch(&mut self) -> Option<RemotePatch> {
         self.patch.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 }
@@ -107,7 +108,12 @@ pub(super) fn bridge(link: RemoteLink, agent: AgentRef) -> (Route, Started, Agen
         ended: None,
         patch,
     };
-    let process = AgentProcess::remote(Box::pin(stdin), Box::pin(stdout), Box::pin(stderr), handle);
+    let process = AgentProcess::remote(
+        Box::pin(stdin),
+        Box::pin(stdout),
+        Box::pin(stderr),
+        Box::new(handle),
+    );
     (route, started, process)
 }
 

@@ -22,7 +22,7 @@ use ultraplan_protocol::runner::{AgentRef, ControlMessage, LaunchSpec, RunnerMes
 pub use agent::RemoteHandle;
 use agent::Route;
 
-use super::{AgentExit, AgentProcess, RunnerError};
+use super::{AgentExit, AgentProcess, SandboxError};
 
 /// Largest patch a runner may send (its diff, decoded).
 pub const MAX_REMOTE_PATCH_BYTES: usize = 16 * 1024 * 1024;
@@ -30,8 +30,7 @@ pub const MAX_REMOTE_PATCH_BYTES: usize = 16 * 1024 * 1024;
 /// How long a runner may take to fetch a bundle and start an agent.
 const LAUNCH_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// What an executing remote agent's runner made of its workspace.
-pub type RemotePatch = Result<(Vec<u8>, ultraplan_protocol::patch::PatchSummary), String>;
+pub use super::RemotePatch;
 
 /// One runner's link, shared by the tasks of the sessions it runs.
 #[derive(Clone)]
@@ -88,7 +87,7 @@ impl RemoteLink {
         &self,
         agent: AgentRef,
         spec: LaunchSpec,
-    ) -> Result<AgentProcess, RunnerError> {
+    ) -> Result<AgentProcess, SandboxError> {
         let program = format!("the agent on runner {}", self.name());
         let (route, started, process) = agent::bridge(self.clone(), agent.clone());
         if let Some(old) = self.routes().insert(agent.clone(), route) {
@@ -212,8 +211,8 @@ fn exit(description: &str) -> AgentExit {
     }
 }
 
-fn spawn_error(program: String, reason: String) -> RunnerError {
-    RunnerError::Spawn { program, reason }
+fn spawn_error(program: String, reason: String) -> SandboxError {
+    SandboxError::Spawn { program, reason }
 }
 
 fn decode_patch(diff_base64: &str) -> Result<Vec<u8>, String> {

@@ -23,7 +23,7 @@ async fn launched(
     link: &RemoteLink,
     out: &mut mpsc::UnboundedReceiver<ControlMessage>,
     answer: RunnerMessage,
-) -> Result<AgentProcess, RunnerError> {
+) -> Result<AgentProcess, SandboxError> {
     let launching = link.launch(agent(1), spec());
     let answering = async {
         let asked = out.recv().await;

@@ -148,7 +148,8 @@ impl BundleError {
         !matches!(self, Self::Io { .. })
     }
 
-    pub(crate) fn io(context: impl Into<String>, source: io::Error) -> Self {
+    /// A storage failure while `context` (e.g. "writing").
+    pub fn io(context: impl Into<String>, source: io::Error) -> Self {
         Self::Io {
             context: context.into(),
             source,

@@ -7,7 +7,7 @@ use std::process::Stdio;
 
 use tokio::io::AsyncReadExt;
 
-use super::ExecutionError;
+use super::WorkspaceError;
 
 /// Options every call gets: no hooks, no filters from config, byte-exact content, stable
 /// paths.
@@ -71,7 +71,7 @@ impl Repo {
     }
 
     /// Runs `git args…`; stdout on success, an error with stderr otherwise.
-    pub async fn run(&self, args: &[&str]) -> Result<Vec<u8>, ExecutionError> {
+    pub async fn run(&self, args: &[&str]) -> Result<Vec<u8>, WorkspaceError> {
         let output = self
             .command(args)
             .output()
@@ -85,7 +85,7 @@ impl Repo {
 
     /// Like [`Repo::run`], but stops reading (and kills git) once stdout passes `max` bytes:
     /// the output is never held in memory past the cap.
-    pub async fn run_capped(&self, args: &[&str], max: usize) -> Result<Vec<u8>, ExecutionError> {
+    pub async fn run_capped(&self, args: &[&str], max: usize) -> Result<Vec<u8>, WorkspaceError> {
         let mut child = self
             .command(args)
             .stdout(Stdio::piped())
@@ -110,7 +110,7 @@ impl Repo {
         if out.len() > max {
             let _ = child.start_kill();
             let _ = child.wait().await;
-            return Err(ExecutionError::TooLarge(max));
+            return Err(WorkspaceError::TooLarge(max));
         }
         let status = child.wait().await.map_err(|e| spawn_error(args, &e))?;
         let stderr = errors.await.unwrap_or_default();
@@ -125,7 +125,7 @@ impl Repo {
         &self,
         args: &[&str],
         input: Vec<u8>,
-    ) -> Result<Vec<u8>, ExecutionError> {
+    ) -> Result<Vec<u8>, WorkspaceError> {
         use tokio::io::AsyncWriteExt;
         let mut child = self
             .command(args)
@@ -152,21 +152,21 @@ impl Repo {
     }
 
     /// Like [`Repo::run`], with stdout as trimmed text.
-    pub async fn text(&self, args: &[&str]) -> Result<String, ExecutionError> {
+    pub async fn text(&self, args: &[&str]) -> Result<String, WorkspaceError> {
         let out = self.run(args).await?;
         Ok(String::from_utf8_lossy(&out).trim().to_owned())
     }
 }
 
-fn spawn_error(args: &[&str], e: &std::io::Error) -> ExecutionError {
-    ExecutionError::Git {
+fn spawn_error(args: &[&str], e: &std::io::Error) -> WorkspaceError {
+    WorkspaceError::Git {
         command: args.join(" "),
         reason: format!("cannot run git: {e}"),
     }
 }
 
-fn failed(args: &[&str], stderr: &[u8]) -> ExecutionError {
-    ExecutionError::Git {
+fn failed(args: &[&str], stderr: &[u8]) -> WorkspaceError {
+    WorkspaceError::Git {
         command: args.join(" "),
         reason: String::from_utf8_lossy(stderr).trim().to_owned(),
     }

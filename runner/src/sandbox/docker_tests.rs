@@ -1,7 +1,7 @@
 use std::path::PathBuf;
 
 use super::*;
-use crate::runner::SandboxLimits;
+use crate::sandbox::SandboxLimits;
 
 #[test]
 fn containers_are_locked_down() {

@@ -3,14 +3,14 @@
 
 use std::path::Path;
 
-use super::ExecutionError;
+use super::WorkspaceError;
 
-fn io(path: &Path, e: std::io::Error) -> ExecutionError {
-    ExecutionError::Io(format!("{}: {e}", path.display()))
+fn io(path: &Path, e: std::io::Error) -> WorkspaceError {
+    WorkspaceError::Io(format!("{}: {e}", path.display()))
 }
 
 /// Copy the contents of `from` into the existing directory `to`.
-pub fn copy_tree(from: &Path, to: &Path) -> Result<(), ExecutionError> {
+pub fn copy_tree(from: &Path, to: &Path) -> Result<(), WorkspaceError> {
     for entry in std::fs::read_dir(from).map_err(|e| io(from, e))? {
         let entry = entry.map_err(|e| io(from, e))?;
         let source = entry.path();
@@ -30,7 +30,7 @@ pub fn copy_tree(from: &Path, to: &Path) -> Result<(), ExecutionError> {
 }
 
 /// Give everything under `root` (itself included) to `uid:uid`, links not followed.
-pub fn chown_tree(root: &Path, uid: u32) -> Result<(), ExecutionError> {
+pub fn chown_tree(root: &Path, uid: u32) -> Result<(), WorkspaceError> {
     std::os::unix::fs::lchown(root, Some(uid), Some(uid)).map_err(|e| io(root, e))?;
     for entry in std::fs::read_dir(root).map_err(|e| io(root, e))? {
         let entry = entry.map_err(|e| io(root, e))?;
@@ -49,13 +49,13 @@ pub fn chown_tree(root: &Path, uid: u32) -> Result<(), ExecutionError> {
 /// named `.git` (a nested repository's config could make `git add` run commands) and FIFOs,
 /// sockets and devices (git cannot store them). Links are not followed. Returns the removed
 /// paths, relative to `root`.
-pub fn scrub(root: &Path) -> Result<Vec<String>, ExecutionError> {
+pub fn scrub(root: &Path) -> Result<Vec<String>, WorkspaceError> {
     let mut removed = Vec::new();
     scrub_dir(root, root, &mut removed)?;
     Ok(removed)
 }
 
-fn scrub_dir(root: &Path, dir: &Path, removed: &mut Vec<String>) -> Result<(), ExecutionError> {
+fn scrub_dir(root: &Path, dir: &Path, removed: &mut Vec<String>) -> Result<(), WorkspaceError> {
     for entry in std::fs::read_dir(dir).map_err(|e| io(dir, e))? {
         let entry = entry.map_err(|e| io(dir, e))?;
         let path = entry.path();
@@ -83,7 +83,7 @@ fn scrub_dir(root: &Path, dir: &Path, removed: &mut Vec<String>) -> Result<(), E
 
 /// Regular files larger than `min_bytes` under `root` (links not followed), with their
 /// `/`-separated paths relative to `root`. Paths that are not UTF-8 are skipped.
-pub fn large_files(root: &Path, min_bytes: u64) -> Result<Vec<(String, u64)>, ExecutionError> {
+pub fn large_files(root: &Path, min_bytes: u64) -> Result<Vec<(String, u64)>, WorkspaceError> {
     let mut found = Vec::new();
     large_in(root, root, min_bytes, &mut found)?;
     found.sort();
@@ -95,7 +95,7 @@ fn large_in(
     dir: &Path,
     min_bytes: u64,
     found: &mut Vec<(String, u64)>,
-) -> Result<(), ExecutionError> {
+) -> Result<(), WorkspaceError> {
     for entry in std::fs::read_dir(dir).map_err(|e| io(dir, e))? {
         let entry = entry.map_err(|e| io(dir, e))?;
         let path = entry.path();

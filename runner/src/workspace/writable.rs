@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use ultraplan_protocol::patch::{LeftOut, PatchSummary};
 
-use super::ExecutionError;
+use super::WorkspaceError;
 use super::diffstat::summarize;
 use super::git::Repo;
 
@@ -44,7 +44,7 @@ impl Workspace {
                 git_dir: root.join("git"),
                 work_tree: root.join("tree"),
             },
-            quota: crate::runner::tmpfs::workspace_cap(),
+            quota: crate::sandbox::tmpfs::workspace_cap(),
         }
     }
 
@@ -59,7 +59,7 @@ impl Workspace {
     /// Whether a base commit exists (the workspace was prepared before) and, for a capped
     /// workspace, its tmpfs is still mounted (it survives a server restart, not a reboot).
     pub async fn is_prepared(&self) -> bool {
-        let mounted = self.quota.is_none() || crate::runner::tmpfs::is_mountpoint(&self.tree);
+        let mounted = self.quota.is_none() || crate::sandbox::tmpfs::is_mountpoint(&self.tree);
         mounted
             && self.repo.git_dir.is_dir()
             && self
@@ -72,15 +72,15 @@ impl Workspace {
     /// Copy `bundle` into a fresh tree and commit it as the base. A half-prepared workspace
     /// from an earlier attempt is removed first. `owner` chowns the tree (for sandbox users).
     /// A capped tree is a tmpfs of that size: a bundle larger than the cap is refused.
-    pub async fn prepare(&self, bundle: &Path, owner: Option<u32>) -> Result<(), ExecutionError> {
+    pub async fn prepare(&self, bundle: &Path, owner: Option<u32>) -> Result<(), WorkspaceError> {
         let (bundle, tree, git_dir, quota) = (
             bundle.to_path_buf(),
             self.tree.clone(),
             self.repo.git_dir.clone(),
             self.quota,
         );
-        tokio::task::spawn_blocking(move || -> Result<(), ExecutionError> {
-            crate::runner::tmpfs::unmount(&tree).map_err(|e| io(&tree, e))?;
+        tokio::task::spawn_blocking(move || -> Result<(), WorkspaceError> {
+            crate::sandbox::tmpfs::unmount(&tree).map_err(|e| io(&tree, e))?;
             for dir in [&tree, &git_dir] {
                 if dir.exists() {
                     std::fs::remove_dir_all(dir).map_err(|e| io(dir, e))?;
@@ -88,13 +88,13 @@ impl Workspace {
             }
             std::fs::create_dir_all(&tree).map_err(|e| io(&tree, e))?;
             if let Some(bytes) = quota {
-                crate::runner::tmpfs::mount(&tree, bytes, owner).map_err(|e| {
-                    ExecutionError::Io(format!("cannot mount the workspace tmpfs: {e}"))
+                crate::sandbox::tmpfs::mount(&tree, bytes, owner).map_err(|e| {
+                    WorkspaceError::Io(format!("cannot mount the workspace tmpfs: {e}"))
                 })?;
             }
             super::copy::copy_tree(&bundle, &tree).map_err(|e| match quota {
                 Some(bytes) if e.to_string().contains("os error 28") => {
-                    ExecutionError::Io(format!(
+                    WorkspaceError::Io(format!(
                         "the bundle does not fit in the workspace cap of {bytes} bytes \
                      (ULTRAPLAN_WORKSPACE_MAX_BYTES): {e}"
                     ))
@@ -107,7 +107,7 @@ impl Workspace {
             Ok(())
         })
         .await
-        .map_err(|e| ExecutionError::Io(format!("copying the bundle failed: {e}")))??;
+        .map_err(|e| WorkspaceError::Io(format!("copying the bundle failed: {e}")))??;
         self.repo.run(&["init", "--quiet"]).await?;
         self.scrub().await?;
         self.repo.run(&["add", "--all", "--force", "."]).await?;
@@ -123,7 +123,7 @@ impl Workspace {
     /// The change of the tree against the base: every tracked file and every new file that
     /// `.gitignore` does not exclude, binary-safe. New files over [`MAX_NEW_FILE_BYTES`] are
     /// left out (and listed); a diff over `max_bytes` is refused without being held whole.
-    pub async fn diff(&self, max_bytes: usize) -> Result<Patch, ExecutionError> {
+    pub async fn diff(&self, max_bytes: usize) -> Result<Patch, WorkspaceError> {
         self.scrub().await?;
         let left_out = self.leave_out_large_new_files().await?;
         self.repo.run(&["add", "--all", "."]).await?;
@@ -162,11 +162,11 @@ impl Workspace {
     }
 
     /// Take nested repositories and special files out of the tree before git looks at it.
-    async fn scrub(&self) -> Result<(), ExecutionError> {
+    async fn scrub(&self) -> Result<(), WorkspaceError> {
         let tree = self.tree.clone();
         let removed = tokio::task::spawn_blocking(move || super::copy::scrub(&tree))
             .await
-            .map_err(|e| ExecutionError::Io(format!("scrubbing the workspace failed: {e}")))??;
+            .map_err(|e| WorkspaceError::Io(format!("scrubbing the workspace failed: {e}")))??;
         if !removed.is_empty() {
             tracing::warn!(
                 ?removed,
@@ -178,7 +178,7 @@ impl Workspace {
 
     /// Keep new files too large for a patch out of git's sight (through the private git
     /// dir's `info/exclude`, rewritten each time).
-    async fn leave_out_large_new_files(&self) -> Result<Vec<LeftOut>, ExecutionError> {
+    async fn leave_out_large_new_files(&self) -> Result<Vec<LeftOut>, WorkspaceError> {
         let tracked = self.repo.run(&["ls-files", "-z", "--cached"]).await?;
         let tracked: HashSet<Vec<u8>> = tracked
             .split(|b| *b == 0)
@@ -190,7 +190,7 @@ impl Workspace {
             super::copy::large_files(&tree, MAX_NEW_FILE_BYTES)
         })
         .await
-        .map_err(|e| ExecutionError::Io(format!("sizing the workspace failed: {e}")))??;
+        .map_err(|e| WorkspaceError::Io(format!("sizing the workspace failed: {e}")))??;
         let left_out: Vec<(String, u64)> = large
             .into_iter()
             .filter(|(path, _)| !tracked.contains(path.as_bytes()))
@@ -211,7 +211,7 @@ impl Workspace {
 
 /// Remove a workspace root (see [`Workspace::at`]), its tree's tmpfs unmounted first.
 pub fn remove_root(root: &Path) -> std::io::Result<()> {
-    crate::runner::tmpfs::unmount(&root.join("tree"))?;
+    crate::sandbox::tmpfs::unmount(&root.join("tree"))?;
     std::fs::remove_dir_all(root)
 }
 
@@ -227,6 +227,6 @@ fn escape_pattern(path: &str) -> String {
     out
 }
 
-fn io(path: &Path, e: std::io::Error) -> ExecutionError {
-    ExecutionError::Io(format!("{}: {e}", path.display()))
+fn io(path: &Path, e: std::io::Error) -> WorkspaceError {
+    WorkspaceError::Io(format!("{}: {e}", path.display()))
 }

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use ultraplan_protocol::patch::{FileChange, LeftOut, LeftOutReason, PatchSummary};
 
-use super::ExecutionError;
+use super::WorkspaceError;
 use super::git::Repo;
 use super::links::{Links, classify};
 
@@ -26,7 +26,7 @@ type Refused = (Vec<u8>, Vec<u8>, LeftOutReason);
 
 /// Take every refused symlink out of the workspace under `root` (`<root>/tree` with its
 /// private git dir `<root>/git`) and list them for the patch summary.
-pub async fn refuse(root: &Path) -> Result<Vec<LeftOut>, ExecutionError> {
+pub async fn refuse(root: &Path) -> Result<Vec<LeftOut>, WorkspaceError> {
     let tree = root.join("tree");
     let repo = Repo {
         git_dir: root.join("git"),
@@ -79,7 +79,7 @@ pub async fn refuse(root: &Path) -> Result<Vec<LeftOut>, ExecutionError> {
 pub async fn check_no_path_through_links(
     tree: &Path,
     summary: &PatchSummary,
-) -> Result<(), ExecutionError> {
+) -> Result<(), WorkspaceError> {
     let tree = tree.to_path_buf();
     let paths: Vec<String> = summary
         .files
@@ -94,7 +94,7 @@ pub async fn check_no_path_through_links(
             for component in &components[..components.len().saturating_sub(1)] {
                 prefix.push(component);
                 if std::fs::symlink_metadata(&prefix).is_ok_and(|m| m.is_symlink()) {
-                    return Err(ExecutionError::Io(format!(
+                    return Err(WorkspaceError::Io(format!(
                         "the patch path {path} goes through the symlink {component}; refused"
                     )));
                 }
@@ -126,7 +126,7 @@ fn left_out((path, target, reason): Refused) -> LeftOut {
 }
 
 /// Every symlink under `root`, links never followed.
-fn walk(root: &Path) -> Result<Links, ExecutionError> {
+fn walk(root: &Path) -> Result<Links, WorkspaceError> {
     let mut links = Links::new();
     let mut dirs = vec![root.to_path_buf()];
     while let Some(dir) = dirs.pop() {
@@ -149,7 +149,7 @@ fn walk(root: &Path) -> Result<Links, ExecutionError> {
     Ok(links)
 }
 
-fn remove(tree: &Path, paths: &[Vec<u8>]) -> Result<(), ExecutionError> {
+fn remove(tree: &Path, paths: &[Vec<u8>]) -> Result<(), WorkspaceError> {
     for path in paths {
         let full = tree.join(std::ffi::OsStr::from_bytes(path));
         std::fs::remove_file(&full).map_err(|e| io(&full, e))?;
@@ -158,7 +158,7 @@ fn remove(tree: &Path, paths: &[Vec<u8>]) -> Result<(), ExecutionError> {
 }
 
 /// Every path of the base commit (trees included) with its mode and object id.
-async fn base_entries(repo: &Repo) -> Result<HashMap<Vec<u8>, (String, String)>, ExecutionError> {
+async fn base_entries(repo: &Repo) -> Result<HashMap<Vec<u8>, (String, String)>, WorkspaceError> {
     let raw = repo
         .run(&["ls-tree", "-r", "-t", "-z", "--full-tree", BASE_REF])
         .await?;
@@ -182,7 +182,7 @@ async fn same_as_base(
     repo: &Repo,
     base: &HashMap<Vec<u8>, (String, String)>,
     found: &[Refused],
-) -> Result<HashSet<Vec<u8>>, ExecutionError> {
+) -> Result<HashSet<Vec<u8>>, WorkspaceError> {
     let in_base: Vec<(&Refused, &str)> = found
         .iter()
         .filter_map(|refused| match base.get(&refused.0) {
@@ -222,15 +222,15 @@ fn batch_contents(mut out: &[u8]) -> Vec<Vec<u8>> {
 }
 
 async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, ExecutionError> + Send + 'static,
-) -> Result<T, ExecutionError> {
+    work: impl FnOnce() -> Result<T, WorkspaceError> + Send + 'static,
+) -> Result<T, WorkspaceError> {
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(|e| ExecutionError::Io(format!("checking the workspace's symlinks failed: {e}")))?
+        .map_err(|e| WorkspaceError::Io(format!("checking the workspace's symlinks failed: {e}")))?
 }
 
-fn io(path: &Path, e: std::io::Error) -> ExecutionError {
-    ExecutionError::Io(format!("{}: {e}", path.display()))
+fn io(path: &Path, e: std::io::Error) -> WorkspaceError {
+    WorkspaceError::Io(format!("{}: {e}", path.display()))
 }
 
 #[cfg(test)]

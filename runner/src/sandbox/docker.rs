@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 use tokio::task::JoinHandle;
 
-use super::RunnerError;
+use super::SandboxError;
 use super::launch::{AgentExit, AgentProcess};
 use super::spec::{
     AGENT_MOUNT, SANDBOX_UID, SandboxRequest, TMP_BYTES, TOOLCHAIN_DIRS, TOOLCHAIN_ETC,
@@ -33,8 +33,8 @@ pub const SESSION_LABEL: &str = "dev.ultraplan.session";
 /// Label naming the server instance that started a container.
 pub const INSTANCE_LABEL: &str = "dev.ultraplan.instance";
 
-fn unavailable(what: &str, e: impl std::fmt::Display) -> RunnerError {
-    RunnerError::Unavailable(format!("docker: {what}: {e}"))
+fn unavailable(what: &str, e: impl std::fmt::Display) -> SandboxError {
+    SandboxError::Unavailable(format!("docker: {what}: {e}"))
 }
 
 /// A connected Docker daemon and the agent image.
@@ -164,7 +164,7 @@ fn build_context(agent: &[u8]) -> Result<Vec<u8>, std::io::Error> {
 impl DockerRunner {
     /// Connect, sweep orphans, and make sure the agent image exists (built in-process from
     /// the static binary; no registry is contacted).
-    pub async fn prepare(agent_binary: &Path, instance: &str) -> Result<Self, RunnerError> {
+    pub async fn prepare(agent_binary: &Path, instance: &str) -> Result<Self, SandboxError> {
         let docker = Docker::connect_with_local_defaults()
             .map_err(|e| unavailable("cannot connect", e))?
             .negotiate_version()
@@ -204,7 +204,7 @@ impl DockerRunner {
         self.seccomp
     }
 
-    async fn build_image(&self, agent: &[u8]) -> Result<(), RunnerError> {
+    async fn build_image(&self, agent: &[u8]) -> Result<(), SandboxError> {
         let context = build_context(agent).map_err(|e| unavailable("build context", e))?;
         let options = BuildImageOptionsBuilder::new()
             .dockerfile("Dockerfile")
@@ -253,7 +253,7 @@ impl DockerRunner {
     }
 
     /// Containers this server instance manages right now (for tests and metrics).
-    pub async fn managed_containers(&self) -> Result<Vec<String>, RunnerError> {
+    pub async fn managed_containers(&self) -> Result<Vec<String>, SandboxError> {
         let filters = self.own_containers();
         let options = ListContainersOptionsBuilder::new()
             .all(true)
@@ -268,7 +268,7 @@ impl DockerRunner {
     }
 
     /// Create, attach and start the agent's container.
-    pub async fn launch(&self, req: &SandboxRequest) -> Result<AgentProcess, RunnerError> {
+    pub async fn launch(&self, req: &SandboxRequest) -> Result<AgentProcess, SandboxError> {
         let suffix = uuid::Uuid::new_v4().simple().to_string();
         let name = format!("ultraplan-{}-{}", req.session_id, &suffix[..8]);
         let options = CreateContainerOptionsBuilder::new().name(&name).build();

@@ -12,7 +12,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::RunnerError;
+use super::SandboxError;
 use super::cgroup::{CgroupMode, SessionCgroup};
 use super::launch::{self, AgentProcess};
 use super::spec::{
@@ -47,15 +47,15 @@ pub fn host() -> &'static Host {
     })
 }
 
-fn spawn_error(reason: impl std::fmt::Display) -> RunnerError {
-    RunnerError::Spawn {
+fn spawn_error(reason: impl std::fmt::Display) -> SandboxError {
+    SandboxError::Spawn {
         program: "bwrap".to_owned(),
         reason: reason.to_string(),
     }
 }
 
 /// An anonymous in-memory file holding `data`, positioned at its start, close-on-exec.
-fn memfd(name: &str, data: &[u8]) -> Result<OwnedFd, RunnerError> {
+fn memfd(name: &str, data: &[u8]) -> Result<OwnedFd, SandboxError> {
     use std::io::{Seek, Write};
     let cname = CString::new(name).map_err(spawn_error)?;
     // SAFETY: memfd_create with a valid C string; the returned descriptor is owned below.
@@ -71,7 +71,7 @@ fn memfd(name: &str, data: &[u8]) -> Result<OwnedFd, RunnerError> {
 }
 
 /// A path opened `O_PATH | O_CLOEXEC` (no permission on the object itself is needed).
-fn open_path(path: &Path) -> Result<OwnedFd, RunnerError> {
+fn open_path(path: &Path) -> Result<OwnedFd, SandboxError> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .read(true)
@@ -81,7 +81,7 @@ fn open_path(path: &Path) -> Result<OwnedFd, RunnerError> {
         .map_err(|e| spawn_error(format!("{}: {e}", path.display())))
 }
 
-fn cstr(s: &str) -> Result<CString, RunnerError> {
+fn cstr(s: &str) -> Result<CString, SandboxError> {
     CString::new(s).map_err(spawn_error)
 }
 
@@ -216,12 +216,12 @@ fn fd_path(fd: libc::c_int, out: &mut [u8; 32]) {
 }
 
 /// Start the agent under bubblewrap with everything this host enforces.
-pub fn spawn(req: &SandboxRequest) -> Result<AgentProcess, RunnerError> {
+pub fn spawn(req: &SandboxRequest) -> Result<AgentProcess, SandboxError> {
     spawn_with_args(req, &[])
 }
 
 /// [`spawn`] with arguments for the agent (the start-up probe passes `--version`).
-pub fn spawn_with_args(req: &SandboxRequest, extra: &[&str]) -> Result<AgentProcess, RunnerError> {
+pub fn spawn_with_args(req: &SandboxRequest, extra: &[&str]) -> Result<AgentProcess, SandboxError> {
     let host = host();
     let suffix = uuid::Uuid::new_v4().simple().to_string();
     let name = format!("{}-{}", req.session_id, &suffix[..8]);
@@ -240,7 +240,7 @@ pub fn spawn_with_args(req: &SandboxRequest, extra: &[&str]) -> Result<AgentProc
     let mut layout = BwrapLayout::direct(req);
     layout.seccomp_fd = seccomp.as_ref().map(AsRawFd::as_raw_fd);
     let stage = if host.root {
-        let bind = |source: &Path, target: &str, dir| -> Result<_, RunnerError> {
+        let bind = |source: &Path, target: &str, dir| -> Result<_, SandboxError> {
             // The source must exist now (it is opened again in the child).
             drop(open_path(source)?);
             let source =

@@ -7,10 +7,9 @@ use std::process::Stdio;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::{Child, Command};
 
-use super::RunnerError;
+use super::SandboxError;
 use super::cgroup::SessionCgroup;
 use super::docker::ContainerHandle;
-use super::remote::{RemoteHandle, RemotePatch};
 use super::spec::CommandSpec;
 
 /// The agent's stdin.
@@ -25,12 +24,28 @@ pub struct AgentExit {
     pub description: String,
 }
 
+/// What a linked runner made of an executing agent's workspace: the diff and its summary,
+/// or why it could not make one.
+pub type RemotePatch = Result<(Vec<u8>, ultraplan_protocol::patch::PatchSummary), String>;
+
+/// An agent that runs elsewhere (on a runner linked to a server), stopped and reaped through
+/// whatever carries its stdio.
+#[async_trait::async_trait]
+pub trait RemoteAgent: Send + Sync {
+    /// Ask for the agent to be killed; returns immediately.
+    fn start_kill(&mut self);
+    /// Wait for the agent's end.
+    async fn wait(&mut self) -> Option<AgentExit>;
+    /// The patch its runner sent, once it did.
+    fn take_patch(&mut self) -> Option<RemotePatch>;
+}
+
 enum Handle {
     /// A local process and the cgroup that holds its tree, if any.
     Child(Child, Option<SessionCgroup>),
     Container(ContainerHandle),
     /// An agent on a runner linked to this server.
-    Remote(RemoteHandle),
+    Remote(Box<dyn RemoteAgent>),
 }
 
 /// Work for the child between fork and exec.
@@ -64,11 +79,12 @@ impl AgentProcess {
         }
     }
 
-    pub(crate) fn remote(
+    /// An agent running elsewhere, whose stdio are pipes to wherever it runs.
+    pub fn remote(
         stdin: AgentInput,
         stdout: AgentOutput,
         stderr: AgentOutput,
-        handle: RemoteHandle,
+        handle: Box<dyn RemoteAgent>,
     ) -> Self {
         AgentProcess {
             stdin: Some(stdin),
@@ -162,7 +178,7 @@ async fn release(mut group: SessionCgroup) -> Vec<String> {
 }
 
 /// Spawn the command with nothing inherited but what the spec names.
-pub fn spawn(spec: &CommandSpec) -> Result<AgentProcess, RunnerError> {
+pub fn spawn(spec: &CommandSpec) -> Result<AgentProcess, SandboxError> {
     spawn_with(spec, None, None)
 }
 
@@ -171,7 +187,7 @@ pub fn spawn_with(
     spec: &CommandSpec,
     pre_exec: Option<PreExec>,
     cgroup: Option<SessionCgroup>,
-) -> Result<AgentProcess, RunnerError> {
+) -> Result<AgentProcess, SandboxError> {
     let mut command = Command::new(&spec.program);
     command
         .args(&spec.args)
@@ -190,14 +206,14 @@ pub fn spawn_with(
             command.pre_exec(pre_exec);
         }
     }
-    let mut child = command.spawn().map_err(|e| RunnerError::Spawn {
+    let mut child = command.spawn().map_err(|e| SandboxError::Spawn {
         program: spec.program.display().to_string(),
         reason: e.to_string(),
     })?;
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
-        return Err(RunnerError::Spawn {
+        return Err(SandboxError::Spawn {
             program: spec.program.display().to_string(),
             reason: "stdio was not piped".to_owned(),
         });
