@@ -116,7 +116,7 @@ pub(crate) fn planner() -> ScriptedModels {
 
 /// The sandbox these tests run agents in: bubblewrap with the static agent from
 /// ULTRAPLAN_AGENT_BIN (scripts/test builds it).
-fn agent_binary() -> std::path::PathBuf {
+pub(crate) fn agent_binary() -> std::path::PathBuf {
     std::env::var_os("ULTRAPLAN_AGENT_BIN")
         .map(std::path::PathBuf::from)
         .expect("ULTRAPLAN_AGENT_BIN is not set: run the suite with scripts/test")

@@ -1,6 +1,5 @@
 //! The `ultraplan-runner` binary against a real server: what it says when it cannot link.
 //! (Runners planning and executing sessions are in the end-to-end suite, `tests/`.)
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Stdio;
 use std::time::Duration;

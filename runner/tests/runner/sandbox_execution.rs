@@ -16,7 +16,7 @@ use serde_json::json;
 use ultraplan_runner::sandbox::SandboxKind;
 use ultraplan_runner::sandbox::spec::TMP_BYTES;
 use ultraplan_runner::sandbox::{DockerRunner, Sandbox, SandboxRequest, select};
-use ultraplan_server::execution::Workspace;
+use ultraplan_runner::workspace::Workspace;
 
 use crate::sandbox::{
     CANARIES, Fixture, Listener, ProbeRun, WORKSPACE_CONTENT, WORKSPACE_FILE, env_probes,
