@@ -107,6 +107,14 @@ impl EventBody {
             .collect()
     }
 
+    /// The whole input of every main-agent ExitPlanMode call in this event, with its id.
+    pub fn exit_plan_mode_inputs(&self) -> Vec<(&str, &Value)> {
+        self.main_agent_tool_uses()
+            .filter(|(_, name, _)| *name == EXIT_PLAN_MODE_TOOL)
+            .map(|(id, _, input)| (id, input))
+            .collect()
+    }
+
     /// Every main-agent tool_use of this event that leaves the session waiting on the user, in
     /// order, with what it waits for (see [`UserWait::of_tool`]). Subagent calls never wait.
     pub fn user_waits(&self) -> Vec<(&str, UserWait)> {

@@ -3,6 +3,7 @@
 
 use serde::Deserialize;
 use serde_json::{Value, json};
+use ultraplan_protocol::comments::ADDRESSED_COMMENT_IDS;
 use ultraplan_protocol::constants::EXIT_PLAN_MODE_TOOL;
 use ultraplan_protocol::model::ToolDefinition;
 use ultraplan_protocol::plan_text::{extract_approved_plan, extract_teleport_plan};
@@ -20,6 +21,9 @@ server; teleport the plan to implement it locally.";
 #[serde(deny_unknown_fields, expecting = "an object with a `plan` string")]
 struct ExitPlanInput {
     plan: String,
+    /// Ids of the reviewer's comments the plan addresses (after a rejection with comments).
+    #[serde(default)]
+    addressed_comment_ids: Option<Vec<String>>,
 }
 
 /// The tool as offered to the model.
@@ -29,7 +33,10 @@ pub fn definition() -> ToolDefinition {
         DESCRIPTION,
         json!({
             "plan": {"type": "string", "minLength": 1,
-                "description": "The complete plan in Markdown."}
+                "description": "The complete plan in Markdown."},
+            "addressed_comment_ids": {"type": "array", "items": {"type": "string"},
+                "description": "Only when revising after a rejection that listed comments: \
+                    the ids of the comments this plan addresses. Leave out any it does not."}
         }),
         &["plan"],
     )
@@ -39,13 +46,20 @@ const DESCRIPTION: &str = "Submit your finished plan for the user's review and w
 decision. Pass the complete plan in Markdown as `plan`; the user sees exactly this text. Call it \
 once the plan is complete, not to ask questions. The result tells you the decision: approval, \
 or a rejection carrying the user's feedback, in which case revise the plan and call \
-ExitPlanMode again with the complete revised plan.";
+ExitPlanMode again with the complete revised plan. When the rejection lists comments with ids \
+(`[cmt_…]`), name the ones the revised plan addresses in `addressed_comment_ids`.";
 
 /// Checks the input; the error text goes back to the model.
 pub fn validate(input: &Value) -> Result<(), String> {
     let parsed: ExitPlanInput = parse_input(NAME, input.clone()).map_err(|e| e.to_string())?;
     if parsed.plan.trim().is_empty() {
         return Err(format!("Invalid input for {NAME}: `plan` is empty"));
+    }
+    let ids = parsed.addressed_comment_ids.unwrap_or_default();
+    if ids.iter().any(|id| id.trim().is_empty()) {
+        return Err(format!(
+            "Invalid input for {NAME}: `{ADDRESSED_COMMENT_IDS}` holds an empty id"
+        ));
     }
     Ok(())
 }
@@ -119,10 +133,22 @@ mod tests {
     #[test]
     fn inputs_are_validated() {
         assert!(validate(&json!({"plan": "# Plan"})).is_ok());
+        let addressed = json!({"plan": "# Plan", "addressed_comment_ids": ["cmt_1"]});
+        assert!(validate(&addressed).is_ok());
+        assert!(validate(&json!({"plan": "# P", "addressed_comment_ids": []})).is_ok());
         let cases = [
             (json!({"plan": ""}), "`plan` is empty"),
             (json!({}), "missing field `plan`"),
             (json!({"plan": 3}), "field `plan`"),
+            (
+                json!({"plan": "# P", "addressed_comment_ids": "cmt_1"}),
+                "addressed_comment_ids",
+            ),
+            (
+                json!({"plan": "# P", "addressed_comment_ids": [" "]}),
+                "holds an empty id",
+            ),
+            (json!({"plan": "# P", "other": 1}), "unknown field"),
         ];
         for (input, needle) in cases {
             let err = validate(&input).expect_err("invalid");
