@@ -2,7 +2,9 @@
 //! new comment must satisfy, the headings above its passage, and the text the agent reads
 //! when a rejection carries comments.
 
-use ultraplan_protocol::comments::{MAX_COMMENT_BODY_CHARS, MAX_COMMENT_QUOTE_CHARS};
+use ultraplan_protocol::comments::{
+    ADDRESSED_REQUEST, AddressedBy, CommentState, MAX_COMMENT_BODY_CHARS, MAX_COMMENT_QUOTE_CHARS,
+};
 
 /// Why a new comment was refused: a stable code and a reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,13 +170,16 @@ fn trim_spaces(chars: &[char]) -> &[char] {
 /// One comment as the agent reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommentText<'a> {
+    /// The comment's id: the agent names it back in `addressed_comment_ids`.
+    pub id: &'a str,
     pub quote: &'a str,
     pub heading_path: &'a [String],
     pub body: &'a str,
 }
 
 /// The rejection text with its comments: the feedback as the rejection contract has it,
-/// then a numbered list of the comments, each with its passage (on one line) and headings.
+/// then a numbered list of the comments, each with its id, its passage (on one line) and
+/// headings, then [`ADDRESSED_REQUEST`].
 pub fn with_comments(feedback_text: &str, comments: &[CommentText<'_>]) -> String {
     if comments.is_empty() {
         return feedback_text.to_owned();
@@ -187,7 +192,7 @@ pub fn with_comments(feedback_text: &str, comments: &[CommentText<'_>]) -> Strin
     out.push_str("Comments on the plan:");
     for (n, c) in comments.iter().enumerate() {
         let quote = c.quote.split_whitespace().collect::<Vec<_>>().join(" ");
-        out.push_str(&format!("\n{}. On \"{quote}\"", n + 1));
+        out.push_str(&format!("\n{}. [{}] On \"{quote}\"", n + 1, c.id));
         if !c.heading_path.is_empty() {
             out.push_str(&format!(" (under {})", c.heading_path.join(" › ")));
         }
@@ -200,7 +205,40 @@ pub fn with_comments(feedback_text: &str, comments: &[CommentText<'_>]) -> Strin
             }
         }
     }
+    out.push_str("\n\n");
+    out.push_str(ADDRESSED_REQUEST);
     out
+}
+
+/// What the next revision's agent said about the comments of the revision before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict<'a> {
+    /// No newer revision exists yet.
+    Current,
+    /// A newer revision exists; its call named these ids in `addressed_comment_ids`
+    /// (`None`: it named none at all).
+    Revised(Option<&'a [String]>),
+}
+
+/// The state of a comment on a revision the reviewer has not carried it over from
+/// (`reopened`), given what the next revision said: addressed when the agent named it,
+/// open when the agent named others but not it (an id it named that is no comment of that
+/// revision simply matches nothing), and addressed by the revision alone when the agent
+/// named none.
+pub fn comment_state(
+    id: &str,
+    reopened: bool,
+    verdict: Verdict<'_>,
+) -> (CommentState, Option<AddressedBy>) {
+    match (reopened, verdict) {
+        (true, _) => (CommentState::Reopened, None),
+        (false, Verdict::Current) => (CommentState::Open, None),
+        (false, Verdict::Revised(None)) => (CommentState::Addressed, Some(AddressedBy::Revision)),
+        (false, Verdict::Revised(Some(named))) if named.iter().any(|n| n == id) => {
+            (CommentState::Addressed, Some(AddressedBy::Agent))
+        }
+        (false, Verdict::Revised(Some(_))) => (CommentState::Open, None),
+    }
 }
 
 #[cfg(test)]

@@ -57,11 +57,13 @@ fn the_agent_reads_comments_in_a_stable_format() {
     let steps = vec!["Plan".to_owned(), "Steps".to_owned()];
     let comments = [
         CommentText {
+            id: "cmt_1",
             quote: "Add the table.",
             heading_path: &steps,
             body: "Which migration number?\n\nUse the next free one.",
         },
         CommentText {
+            id: "cmt_2",
             quote: "line one\n  line two",
             heading_path: &[],
             body: "  Say \"why\".  ",
@@ -72,6 +74,51 @@ fn the_agent_reads_comments_in_a_stable_format() {
     let only_comments = with_comments("", &comments[..1]);
     insta::assert_snapshot!("rejection_with_comments_only", only_comments);
     assert_eq!(with_comments("just feedback", &[]), "just feedback");
+}
+
+#[test]
+fn a_comment_is_addressed_when_the_agent_says_so_and_open_when_it_names_others() {
+    use ultraplan_protocol::comments::{AddressedBy, CommentState};
+    let named = ["cmt_1".to_owned(), "cmt_other_plan".to_owned()];
+    let none: [String; 0] = [];
+    let addressed = |by| (CommentState::Addressed, Some(by));
+    let open = (CommentState::Open, None);
+    let cases = [
+        ("cmt_1", false, Verdict::Current, open),
+        (
+            "cmt_1",
+            false,
+            Verdict::Revised(None),
+            addressed(AddressedBy::Revision),
+        ),
+        (
+            "cmt_1",
+            false,
+            Verdict::Revised(Some(&named)),
+            addressed(AddressedBy::Agent),
+        ),
+        ("cmt_2", false, Verdict::Revised(Some(&named)), open),
+        ("cmt_2", false, Verdict::Revised(Some(&none)), open),
+        (
+            "cmt_1",
+            true,
+            Verdict::Revised(Some(&named)),
+            (CommentState::Reopened, None),
+        ),
+        (
+            "cmt_1",
+            true,
+            Verdict::Current,
+            (CommentState::Reopened, None),
+        ),
+    ];
+    for (id, reopened, verdict, want) in cases {
+        assert_eq!(
+            comment_state(id, reopened, verdict),
+            want,
+            "{id} {reopened} {verdict:?}"
+        );
+    }
 }
 
 #[test]

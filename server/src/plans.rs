@@ -3,6 +3,7 @@
 //! a decision appends. The store writes what these say, atomically; it decides none of it.
 
 use ultraplan_protocol::api::Decision;
+use ultraplan_protocol::comments::addressed_comment_ids;
 use ultraplan_protocol::events::EventBody;
 use ultraplan_protocol::plan_text::decision_tool_result;
 
@@ -15,11 +16,16 @@ use crate::store::{AppendEffects, NewPlan};
 pub fn append_effects(events: &[EventBody]) -> AppendEffects {
     let mut effects = AppendEffects::default();
     for (event, body) in events.iter().enumerate() {
-        for (tool_use_id, plan) in body.exit_plan_mode_calls() {
+        for (tool_use_id, input) in body.exit_plan_mode_inputs() {
             effects.plans.push(NewPlan {
                 event,
                 tool_use_id: tool_use_id.to_owned(),
-                plan: plan.unwrap_or_default().to_owned(),
+                plan: input
+                    .get("plan")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                addressed_comment_ids: addressed_comment_ids(input),
             });
         }
         effects.requires_action |= !body.user_waits().is_empty();
@@ -71,6 +77,7 @@ mod tests {
             event,
             tool_use_id: id.to_owned(),
             plan: text.to_owned(),
+            addressed_comment_ids: None,
         }
     }
 
@@ -106,6 +113,18 @@ mod tests {
                     json!({}),
                 )])],
                 vec![plan(0, "p", "")],
+                true,
+            ),
+            (
+                vec![EventBody::assistant(vec![call(
+                    "r2",
+                    "ExitPlanMode",
+                    json!({"plan": "B", "addressed_comment_ids": ["cmt_1", "cmt_1", 7]}),
+                )])],
+                vec![NewPlan {
+                    addressed_comment_ids: Some(vec!["cmt_1".to_owned()]),
+                    ..plan(0, "r2", "B")
+                }],
                 true,
             ),
             (vec![EventBody::assistant(vec![ask.clone()])], vec![], true),

@@ -7,6 +7,7 @@ use ultraplan_protocol::comments::{MAX_COMMENTS_PER_PLAN, NewComment, PlanCommen
 use ultraplan_protocol::session::SessionStatus;
 
 use super::{SessionError, SessionResult};
+use crate::comments::Verdict;
 use crate::core::Core;
 use crate::store::{AddComment, CommentRow, PlanRow, SessionRow, now_ms};
 
@@ -32,7 +33,7 @@ async fn plan_of(core: &Core, session: &SessionRow, tool_use_id: &str) -> Sessio
 
 fn added(outcome: AddComment, tool_use_id: &str) -> SessionResult<PlanComment> {
     match outcome {
-        AddComment::Added(row) => Ok(row.to_resource(false)),
+        AddComment::Added(row) => Ok(row.to_resource(Verdict::Current)),
         AddComment::UnknownPlan => Err(SessionError::NotFound("plan")),
         AddComment::NotPending => Err(SessionError::PlanNotPending(tool_use_id.to_owned())),
         AddComment::Full => Err(SessionError::invalid(
@@ -81,22 +82,35 @@ pub async fn add_comment(
     added(outcome, tool_use_id)
 }
 
-/// Every comment of the session with its state: `addressed` once a newer revision of its
-/// plan exists.
+/// Every comment of the session with its state, judged by the revision after its plan: open
+/// until one exists, then addressed or open as that revision's agent says
+/// ([`crate::comments::comment_state`]).
 pub async fn session_comments(core: &Core, session_id: &str) -> SessionResult<Vec<PlanComment>> {
     let plans = core.store.list_plans(session_id).await?;
-    let latest = plans.iter().map(|p| p.revision).max().unwrap_or(0);
-    let revision = |tool_use_id: &str| {
-        plans
-            .iter()
-            .find(|p| p.tool_use_id == tool_use_id)
-            .map_or(latest, |p| p.revision)
-    };
     let rows = core.store.plan_comments(session_id).await?;
     Ok(rows
         .iter()
-        .map(|c| c.to_resource(revision(&c.tool_use_id) < latest))
+        .map(|c| c.to_resource(verdict_on(&plans, &c.tool_use_id)))
         .collect())
+}
+
+/// What the revision after plan `tool_use_id` says about its comments.
+fn verdict_on<'a>(plans: &'a [PlanRow], tool_use_id: &str) -> Verdict<'a> {
+    let Some(revision) = plans
+        .iter()
+        .find(|p| p.tool_use_id == tool_use_id)
+        .map(|p| p.revision)
+    else {
+        return Verdict::Current;
+    };
+    let next = plans
+        .iter()
+        .filter(|p| p.revision > revision)
+        .min_by_key(|p| p.revision);
+    match next {
+        Some(next) => Verdict::Revised(next.addressed_comment_ids.as_deref()),
+        None => Verdict::Current,
+    }
 }
 
 /// The comments on plan `tool_use_id`, oldest first.
@@ -183,4 +197,46 @@ pub async fn named_comments(
         named.push(found.clone());
     }
     Ok(named)
+}
+
+#[cfg(test)]
+mod tests {
+    use ultraplan_protocol::api::PlanStatus;
+
+    use super::*;
+
+    fn plan(id: &str, revision: u32, addressed: Option<&[&str]>) -> PlanRow {
+        PlanRow {
+            session_id: "s".into(),
+            tool_use_id: id.into(),
+            revision,
+            plan: "# P".into(),
+            status: PlanStatus::Rejected,
+            decision: None,
+            event_id: i64::from(revision),
+            decision_event_id: None,
+            created_at: 0,
+            decided_at: None,
+            addressed_comment_ids: addressed.map(|a| a.iter().map(|s| (*s).to_owned()).collect()),
+        }
+    }
+
+    #[test]
+    fn the_revision_right_after_a_plan_judges_its_comments() {
+        let named = ["cmt_a".to_owned()];
+        let plans = [
+            plan("p1", 1, None),
+            plan("p3", 3, None),
+            plan("p2", 2, Some(&["cmt_a"])),
+        ];
+        let cases = [
+            ("p1", Verdict::Revised(Some(&named[..]))),
+            ("p2", Verdict::Revised(None)),
+            ("p3", Verdict::Current),
+            ("unknown", Verdict::Current),
+        ];
+        for (id, want) in cases {
+            assert_eq!(verdict_on(&plans, id), want, "{id}");
+        }
+    }
 }

@@ -63,6 +63,7 @@ pub async fn decide(
             let texts: Vec<CommentText<'_>> = named
                 .iter()
                 .map(|c| CommentText {
+                    id: &c.id,
                     quote: &c.quote,
                     heading_path: &c.heading_path,
                     body: &c.body,

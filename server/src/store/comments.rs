@@ -1,8 +1,9 @@
 //! Stored inline comments on plan passages (`migrations/*/0009_plan_comments.sql`).
 
-use ultraplan_protocol::comments::{CommentState, PlanComment};
+use ultraplan_protocol::comments::PlanComment;
 
 use super::format_ms;
+use crate::comments::{Verdict, comment_state};
 
 /// One stored comment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,14 +24,10 @@ pub struct CommentRow {
 }
 
 impl CommentRow {
-    /// The API resource. `superseded`: a newer revision of the comment's plan exists, so the
-    /// agent has revised against it.
-    pub fn to_resource(&self, superseded: bool) -> PlanComment {
-        let state = match (self.reopened, superseded) {
-            (true, _) => CommentState::Reopened,
-            (false, true) => CommentState::Addressed,
-            (false, false) => CommentState::Open,
-        };
+    /// The API resource, given what the revision after the comment's plan said about it
+    /// (`crate::comments::comment_state`).
+    pub fn to_resource(&self, verdict: Verdict<'_>) -> PlanComment {
+        let (state, addressed_by) = comment_state(&self.id, self.reopened, verdict);
         PlanComment {
             id: self.id.clone(),
             session_id: self.session_id.clone(),
@@ -41,6 +38,7 @@ impl CommentRow {
             author: self.author.clone(),
             created_at: format_ms(self.created_at),
             state,
+            addressed_by,
             reopened_from: self.reopened_from.clone(),
         }
     }

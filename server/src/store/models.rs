@@ -108,6 +108,9 @@ pub struct PlanRow {
     pub decision_event_id: Option<i64>,
     pub created_at: i64,
     pub decided_at: Option<i64>,
+    /// The comment ids the agent's call named as addressed (shape-checked only); `None` when
+    /// it named none.
+    pub addressed_comment_ids: Option<Vec<String>>,
 }
 
 impl PlanRow {
@@ -208,6 +211,8 @@ pub struct NewPlan {
     pub event: usize,
     pub tool_use_id: String,
     pub plan: String,
+    /// [`ultraplan_protocol::comments::addressed_comment_ids`] of the call's input.
+    pub addressed_comment_ids: Option<Vec<String>>,
 }
 
 /// A one-time login link (its secret only as a hash).

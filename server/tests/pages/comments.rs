@@ -5,6 +5,8 @@
 
 use fantoccini::Locator;
 use serde_json::json;
+use ultraplan_protocol::comments::ADDRESSED_REQUEST;
+use ultraplan_protocol::events::{ContentBlock, EventBody};
 
 use crate::browser::{Browser, WAIT};
 use crate::flow::{PLAN_V1, PLAN_V2};
@@ -113,29 +115,51 @@ async fn comments_on_two_passages_reach_the_agent_and_revision_two_shows_them_ad
         .until_text("#comment-list", "under Fix the login redirect loop › Steps")
         .await;
 
+    let ids = browser
+        .js("return Array.from(document.querySelectorAll('#comment-list > li')).map(li => li.id.slice(8))")
+        .await;
+    let ids: Vec<&str> = ids
+        .as_array()
+        .expect("ids")
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
     browser.type_into("#feedback", "Otherwise fine.").await;
     browser.click("#reject").await;
     browser.until_text("#notice", "Feedback sent").await;
     let (tool, text, is_error) = results(&server.events(&id).await).pop().expect("decision");
     let want = format!(
         "Otherwise fine.\n\nComments on the plan:\n\
-         1. On \"{SELECTED}\" (under Fix the login redirect loop):\n   Say why the order matters.\n\
-         2. On \"{BLOCK_SOURCE}\" (under Fix the login redirect loop › Steps):\n   {HOSTILE}"
+         1. [{}] On \"{SELECTED}\" (under Fix the login redirect loop):\n   Say why the order matters.\n\
+         2. [{}] On \"{BLOCK_SOURCE}\" (under Fix the login redirect loop › Steps):\n   {HOSTILE}\n\n\
+         {ADDRESSED_REQUEST}",
+        ids[0], ids[1]
     );
     assert_eq!(
         (tool.as_str(), text.as_str(), is_error),
         ("plan-1", want.as_str(), true)
     );
 
-    // Revision 2: the comments of revision 1 are addressed, and one can be reopened.
-    server
-        .agent_says(&id, &[exit_plan_mode("plan-2", PLAN_V2)])
-        .await;
+    // Revision 2: the agent says it addressed both comments of revision 1, and one can be
+    // reopened.
+    let revised = EventBody::assistant(vec![ContentBlock::tool_use(
+        "plan-2",
+        "ExitPlanMode",
+        json!({"plan": PLAN_V2, "addressed_comment_ids": ids}),
+    )]);
+    server.agent_says(&id, &[revised]).await;
     browser.until_text("#plan-body", "regression test").await;
     browser
         .until(
             "two addressed comments",
             "return document.querySelectorAll('#previous-comments .comment-addressed').length === 2",
+        )
+        .await;
+    browser
+        .until_text(
+            "#previous-comments",
+            "Addressed: the agent says the next revision addresses it",
         )
         .await;
     assert_eq!(comment_count(&browser).await, 0);

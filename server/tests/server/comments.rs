@@ -4,6 +4,8 @@
 
 use serde_json::{Value, json};
 use ultraplan_protocol::api::EventsPage;
+use ultraplan_protocol::comments::ADDRESSED_REQUEST;
+use ultraplan_protocol::events::{ContentBlock, EventBody};
 
 use crate::support::{TestServer, both, exit_plan_mode};
 
@@ -81,9 +83,13 @@ both!(
             "{plan}"
         );
         assert_eq!(plan["decision"]["comment_ids"], json!(ids));
-        let want = "Comments on the plan:\n\
-                    1. On \"Add the table.\" (under Plan › Steps):\n   Which migration number?\n\
-                    2. On \"Keep it small.\" (under Plan):\n   Say what is out of scope.";
+        let want = format!(
+            "Comments on the plan:\n\
+             1. [{}] On \"Add the table.\" (under Plan › Steps):\n   Which migration number?\n\
+             2. [{}] On \"Keep it small.\" (under Plan):\n   Say what is out of scope.\n\n\
+             {ADDRESSED_REQUEST}",
+            ids[0], ids[1]
+        );
         assert_eq!(
             last_tool_result(&server, &token, id).await,
             (want.to_owned(), true)
@@ -103,14 +109,21 @@ both!(
             (409, Some("plan_not_pending"))
         );
 
-        // Revision 2 arrives: the comments of revision 1 are addressed; one is reopened.
+        // Revision 2 arrives: the agent says it addressed the first comment (and names an id
+        // that is no comment of revision 1, which counts for nothing); the second stays open
+        // and is reopened.
+        let addressed = json!([ids[0], "cmt_elsewhere", ids[0]]);
         server
             .agent_says(
                 id,
-                &[exit_plan_mode(
+                &[EventBody::assistant(vec![ContentBlock::tool_use(
                     "p2",
-                    "# Plan\n\n## Steps\n\n1. Add table 0009.\n",
-                )],
+                    "ExitPlanMode",
+                    json!({
+                        "plan": "# Plan\n\n## Steps\n\n1. Add table 0009.\n",
+                        "addressed_comment_ids": addressed,
+                    }),
+                )])],
             )
             .await;
         let (_, list) = server.get(&comments, &token).await;
@@ -118,9 +131,11 @@ both!(
             states(&list),
             vec![
                 pair("Add the table.", "addressed"),
-                pair("Keep it small.", "addressed")
+                pair("Keep it small.", "open")
             ]
         );
+        assert_eq!(list[0]["addressed_by"], "agent");
+        assert!(list[1].get("addressed_by").is_none(), "{list}");
         let reopen = format!("{comments}/{}/reopen", ids[1]);
         let (status, carried) = server.post(&reopen, &token, &json!({})).await;
         assert_eq!(status, 201, "{carried}");
@@ -159,8 +174,11 @@ both!(
             )
             .await;
         assert_eq!(status, 200);
-        let want = "Nearly.\n\nComments on the plan:\n\
-                    1. On \"Keep it small.\" (under Plan):\n   Say what is out of scope.";
+        let want = format!(
+            "Nearly.\n\nComments on the plan:\n\
+             1. [{carried_id}] On \"Keep it small.\" (under Plan):\n   Say what is out of scope.\n\n\
+             {ADDRESSED_REQUEST}"
+        );
         assert_eq!(
             last_tool_result(&server, &token, id).await,
             (want.to_owned(), true)

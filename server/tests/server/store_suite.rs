@@ -581,6 +581,7 @@ async fn the_store_applies_the_effects_it_is_given(store: Arc<dyn Store>) {
             event: 2,
             tool_use_id: "p0".to_owned(),
             plan: "# Stray".to_owned(),
+            addressed_comment_ids: None,
         }],
         requires_action: true,
         ..AppendEffects::default()
@@ -597,6 +598,7 @@ async fn the_store_applies_the_effects_it_is_given(store: Arc<dyn Store>) {
             event: 1,
             tool_use_id: "p1".to_owned(),
             plan: "# Given".to_owned(),
+            addressed_comment_ids: Some(vec!["cmt_a".to_owned()]),
         }],
         requires_action: true,
         ..AppendEffects::default()
@@ -610,6 +612,7 @@ async fn the_store_applies_the_effects_it_is_given(store: Arc<dyn Store>) {
         (plan.event_id, plan.plan.as_str(), plan.revision),
         (stored[1].id, "# Given", 1)
     );
+    assert_eq!(plan.addressed_comment_ids, Some(vec!["cmt_a".to_owned()]));
     let row = store.session(&s.id).await.expect("read").expect("row");
     assert_eq!(row.status, SessionStatus::RequiresAction);
     assert!(row.has_pending_plan);

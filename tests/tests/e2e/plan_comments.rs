@@ -1,8 +1,11 @@
 //! Inline plan comments through the real server binary, a real agent in bwrap and the fake
 //! Anthropic server: two comments on passages of the plan, a rejection naming them, and the
-//! model's next request carries both with their quotes in the ExitPlanMode tool_result.
+//! model's next request carries both with their ids and quotes in the ExitPlanMode
+//! tool_result. The model's revision says it addressed the first (and names an id that is no
+//! comment of the plan): the API shows the first addressed by the agent, the second open.
 
 use serde_json::json;
+use ultraplan_protocol::comments::{ADDRESSED_REQUEST, listed_comment_ids};
 use ultraplan_tests::fake_models::{FakeAnthropic, RecordedRequest, Reply, Script};
 use ultraplan_tests::harness::{ServerProcess, plan_call};
 
@@ -14,7 +17,14 @@ fn script() -> Script {
     Script::from_fn(|req: &RecordedRequest| {
         let last = req.tool_results().last().map(|r| r.text.clone());
         match last {
-            Some(text) if text.contains("Comments on the plan:") => Reply::exit_plan_mode(PLAN_V2),
+            Some(text) if text.contains("Comments on the plan:") => {
+                let listed = listed_comment_ids(&text);
+                let first = listed.first().cloned().unwrap_or_default();
+                Reply::tool_use(
+                    "ExitPlanMode",
+                    json!({"plan": PLAN_V2, "addressed_comment_ids": [first, "cmt_not_on_this_plan"]}),
+                )
+            }
             _ => Reply::exit_plan_mode(PLAN_V1),
         }
     })
@@ -66,9 +76,13 @@ async fn the_model_receives_the_comments_with_their_quotes() {
         .expect("revised plan");
     let (t2, _) = plan_call(&second).expect("plan call");
 
-    let want = "Comments on the plan:\n\
-                1. On \"Log failed logins\" (under Plan › Steps):\n   Without the password, please.\n\
-                2. On \"None known.\" (under Plan › Risks):\n   What about existing sessions?";
+    let want = format!(
+        "Comments on the plan:\n\
+         1. [{}] On \"Log failed logins\" (under Plan › Steps):\n   Without the password, please.\n\
+         2. [{}] On \"None known.\" (under Plan › Risks):\n   What about existing sessions?\n\n\
+         {ADDRESSED_REQUEST}",
+        ids[0], ids[1]
+    );
     let requests = fake.requests();
     let got = requests
         .iter()
@@ -77,13 +91,23 @@ async fn the_model_receives_the_comments_with_their_quotes() {
     let got = got.expect("the model saw the rejection");
     assert_eq!(got.text, want);
 
-    // Revision 2 shows both addressed.
+    // Revision 2 says the first comment is addressed: the second stays open.
     let (_, list) = server.get(&comments).await.expect("list");
-    let states: Vec<&str> = list
+    let states: Vec<(&str, &str, Option<&str>)> = list
         .as_array()
         .expect("list")
         .iter()
-        .filter_map(|c| c["state"].as_str())
+        .filter_map(|c| {
+            let by = c.get("addressed_by").and_then(|b| b.as_str());
+            Some((c["id"].as_str()?, c["state"].as_str()?, by))
+        })
         .collect();
-    assert_eq!(states, ["addressed", "addressed"], "revision 2 is {t2}");
+    assert_eq!(
+        states,
+        [
+            (ids[0].as_str(), "addressed", Some("agent")),
+            (ids[1].as_str(), "open", None)
+        ],
+        "revision 2 is {t2}"
+    );
 }

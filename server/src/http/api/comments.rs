@@ -33,8 +33,12 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(comment)))
 }
 
-/// The plan's comments, oldest first, each `open`, `addressed` (a newer revision exists) or
-/// `reopened` (carried over to a later revision).
+/// The plan's comments, oldest first, each `open`, `addressed` or `reopened` (carried over to
+/// a later revision). The revision after the plan judges them: the agent names the comments it
+/// addressed in its ExitPlanMode input `addressed_comment_ids`; those are `addressed` with
+/// `addressed_by: agent` and the others stay `open`. When the agent names none at all, every
+/// comment is `addressed` with `addressed_by: revision` (only the newer revision vouches).
+/// Ids that are no comment of the plan count for nothing.
 #[utoipa::path(get, path = "/v1/sessions/{id}/plans/{tool_use_id}/comments", tag = "plans",
     params(("id" = String, Path, description = "Session id"),
         ("tool_use_id" = String, Path, description = "The ExitPlanMode tool_use id")),

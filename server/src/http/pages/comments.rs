@@ -5,7 +5,7 @@
 use axum::extract::{Path, State};
 use axum::response::Redirect;
 use serde::Deserialize;
-use ultraplan_protocol::comments::{CommentState, NewComment, PlanComment};
+use ultraplan_protocol::comments::{AddressedBy, CommentState, NewComment, PlanComment};
 
 use super::actions::{TokenForm, normalize};
 use super::auth::{CsrfForm, Posted};
@@ -30,10 +30,12 @@ pub struct CommentItem {
     pub body: String,
     pub author: String,
     pub state: &'static str,
+    /// Where it stands, with the agent's word on it for an earlier revision.
     pub state_label: &'static str,
     /// Carried over from an earlier revision.
     pub reopened: bool,
-    /// Offered a Reopen button: addressed, and a plan is pending to carry it to.
+    /// Offered a Reopen button: on an earlier revision, not reopened yet, and a plan is
+    /// pending to carry it to.
     pub reopenable: bool,
 }
 
@@ -57,12 +59,30 @@ pub struct CommentsView {
     pub previous: Option<RevisionComments>,
 }
 
-fn item(c: &PlanComment, pending: bool) -> CommentItem {
-    let (state, state_label) = match c.state {
-        CommentState::Open => ("open", "Open"),
-        CommentState::Addressed => ("addressed", "Addressed in a later revision"),
-        CommentState::Reopened => ("reopened", "Reopened on a later revision"),
-    };
+/// The state's wire name and what the page says about it. A comment of an earlier revision
+/// is judged by the agent's word on the next one: named as addressed, not named (open), or
+/// nothing said at all (revised since).
+fn state_text(c: &PlanComment, earlier: bool) -> (&'static str, &'static str) {
+    match (c.state, c.addressed_by, earlier) {
+        (CommentState::Open, _, false) => ("open", "Open"),
+        (CommentState::Open, _, true) => (
+            "open",
+            "Open: the agent did not say the next revision addresses it",
+        ),
+        (CommentState::Addressed, Some(AddressedBy::Agent), _) => (
+            "addressed",
+            "Addressed: the agent says the next revision addresses it",
+        ),
+        (CommentState::Addressed, _, _) => (
+            "addressed",
+            "Revised since: the agent did not say which comments it addressed",
+        ),
+        (CommentState::Reopened, _, _) => ("reopened", "Reopened on a later revision"),
+    }
+}
+
+fn item(c: &PlanComment, pending: bool, earlier: bool) -> CommentItem {
+    let (state, state_label) = state_text(c, earlier);
     CommentItem {
         id: c.id.clone(),
         tool_use_id: c.tool_use_id.clone(),
@@ -74,7 +94,7 @@ fn item(c: &PlanComment, pending: bool) -> CommentItem {
         state,
         state_label,
         reopened: c.reopened_from.is_some(),
-        reopenable: pending && c.state == CommentState::Addressed,
+        reopenable: pending && earlier && c.state != CommentState::Reopened,
     }
 }
 
@@ -92,14 +112,14 @@ pub fn comments_view(
             continue;
         };
         if newest.is_some_and(|(id, _)| *id == c.tool_use_id) {
-            view.current.push(item(c, pending));
+            view.current.push(item(c, pending, false));
             continue;
         }
         match view.earlier.iter_mut().find(|e| e.revision == *revision) {
-            Some(entry) => entry.items.push(item(c, pending)),
+            Some(entry) => entry.items.push(item(c, pending, true)),
             None => view.earlier.push(RevisionComments {
                 revision: *revision,
-                items: vec![item(c, pending)],
+                items: vec![item(c, pending, true)],
             }),
         }
     }
@@ -214,6 +234,7 @@ mod tests {
             author: "a".into(),
             created_at: String::new(),
             state,
+            addressed_by: (state == CommentState::Addressed).then_some(AddressedBy::Agent),
             reopened_from: None,
         }
     }
@@ -226,11 +247,20 @@ mod tests {
             comment("b", "p1", CommentState::Reopened),
             comment("c", "p2", CommentState::Open),
             comment("d", "gone", CommentState::Open),
+            comment("e", "p1", CommentState::Open),
         ];
         // (plan pending, current ids, earlier (revision, id, reopenable))
         let cases = [
-            (true, "c", vec![(1, "a", true), (1, "b", false)]),
-            (false, "c", vec![(1, "a", false), (1, "b", false)]),
+            (
+                true,
+                "c",
+                vec![(1, "a", true), (1, "b", false), (1, "e", true)],
+            ),
+            (
+                false,
+                "c",
+                vec![(1, "a", false), (1, "b", false), (1, "e", false)],
+            ),
         ];
         for (pending, ids, earlier) in cases {
             let v = comments_view(&comments, &revisions, pending);
@@ -247,6 +277,43 @@ mod tests {
                 .collect();
             assert_eq!(got, earlier, "pending {pending}");
             assert_eq!(v.previous.map(|p| p.revision), Some(1));
+        }
+    }
+
+    #[test]
+    fn the_page_says_whose_word_a_state_rests_on() {
+        let by = |by| PlanComment {
+            addressed_by: by,
+            ..comment("a", "p1", CommentState::Addressed)
+        };
+        let open = comment("o", "p1", CommentState::Open);
+        let cases = [
+            (
+                by(Some(AddressedBy::Agent)),
+                true,
+                "addressed",
+                "the agent says",
+            ),
+            (
+                by(Some(AddressedBy::Revision)),
+                true,
+                "addressed",
+                "Revised since",
+            ),
+            (by(None), true, "addressed", "Revised since"),
+            (open.clone(), true, "open", "did not say the next revision"),
+            (open, false, "open", "Open"),
+            (
+                comment("r", "p1", CommentState::Reopened),
+                true,
+                "reopened",
+                "Reopened",
+            ),
+        ];
+        for (c, earlier, state, label) in cases {
+            let (got, text) = state_text(&c, earlier);
+            assert_eq!(got, state, "{c:?}");
+            assert!(text.contains(label), "{text}");
         }
     }
 }

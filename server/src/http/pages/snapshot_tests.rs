@@ -98,7 +98,7 @@ fn session_page() {
 #[test]
 fn session_page_with_comments() {
     use super::comments::comments_view;
-    use ultraplan_protocol::comments::{CommentState, PlanComment};
+    use ultraplan_protocol::comments::{AddressedBy, CommentState, PlanComment};
     let comment = |id: &str, on: &str, quote: &str, body: &str, state| PlanComment {
         id: id.into(),
         session_id: "0b7c2f1e-session".into(),
@@ -109,6 +109,7 @@ fn session_page_with_comments() {
         author: "alice".into(),
         created_at: "2026-01-01T00:05:00Z".into(),
         state,
+        addressed_by: (state == CommentState::Addressed).then_some(AddressedBy::Agent),
         reopened_from: None,
     };
     let comments = [

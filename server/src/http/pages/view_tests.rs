@@ -61,6 +61,7 @@ pub(crate) fn plan(
         decision_event_id: None,
         created_at: 1_767_225_700_000,
         decided_at: None,
+        addressed_comment_ids: None,
     }
 }
 

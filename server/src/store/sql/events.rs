@@ -61,7 +61,7 @@ pub async fn append(
         )
         .await?;
         for plan in effects.plans.iter().filter(|p| p.event == index) {
-            plans::insert(c, session_id, &plan.tool_use_id, &plan.plan, id, now).await?;
+            plans::insert(c, session_id, plan, id, now).await?;
         }
         stored.push(Event {
             id,

@@ -3,10 +3,13 @@
 use ultraplan_protocol::api::Decision;
 use ultraplan_protocol::events::EventBody;
 
-use super::super::backend::{Arg::Text, Conn};
+use super::super::backend::{
+    Arg::{OptText, Text},
+    Conn,
+};
 use super::super::models::{same_decision, status_for};
 use super::super::{
-    AppendEffects, Author, DecideOutcome, PlanRow, StoreError, StoreResult, now_ms,
+    AppendEffects, Author, DecideOutcome, NewPlan, PlanRow, StoreError, StoreResult, now_ms,
 };
 use super::events;
 use super::rows::{self, plan_cols};
@@ -15,11 +18,16 @@ use super::rows::{self, plan_cols};
 pub async fn insert(
     c: &mut dyn Conn,
     session_id: &str,
-    tool_use_id: &str,
-    plan: &str,
+    new: &NewPlan,
     event_id: i64,
     now: i64,
 ) -> StoreResult<()> {
+    let tool_use_id = new.tool_use_id.as_str();
+    let addressed = new
+        .addressed_comment_ids
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()?;
     let exists = c
         .fetch_optional(
             "SELECT 1 FROM plans WHERE session_id = $1 AND tool_use_id = $2",
@@ -38,14 +46,15 @@ pub async fn insert(
         .await?;
     c.execute(
         "INSERT INTO plans (session_id, tool_use_id, revision, plan, status, event_id, \
-         created_at) VALUES ($1, $2, $3, $4, 'pending', $5, $6)",
+         created_at, addressed_comment_ids) VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7)",
         &[
             Text(session_id),
             Text(tool_use_id),
             row.int("plan_revisions")?.into(),
-            Text(plan),
+            Text(&new.plan),
             event_id.into(),
             now.into(),
+            OptText(addressed.as_deref()),
         ],
     )
     .await?;

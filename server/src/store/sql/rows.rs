@@ -21,7 +21,7 @@ macro_rules! session_cols {
 macro_rules! plan_cols {
     () => {
         "session_id, tool_use_id, revision, plan, status, decision, event_id, decision_event_id, \
-         created_at, decided_at"
+         created_at, decided_at, addressed_comment_ids"
     };
 }
 
@@ -88,6 +88,10 @@ pub fn plan(row: &Row) -> StoreResult<PlanRow> {
         decision_event_id: row.opt_int("decision_event_id")?,
         created_at: row.int("created_at")?,
         decided_at: row.opt_int("decided_at")?,
+        addressed_comment_ids: row
+            .opt_text("addressed_comment_ids")?
+            .map(|ids| serde_json::from_str(&ids))
+            .transpose()?,
     })
 }
 
