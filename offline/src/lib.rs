@@ -43,6 +43,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 use ultraplan_protocol::ContentBlock;
+use ultraplan_protocol::comments::{ADDRESSED_COMMENT_IDS, ADDRESSED_REQUEST, listed_comment_ids};
 use ultraplan_protocol::constants::{EXIT_PLAN_MODE_TOOL, TELEPORT_REPLY};
 use ultraplan_protocol::model::{ModelRequest, ModelResponse, StopReason, Usage};
 
@@ -83,14 +84,16 @@ pub fn offline_turn(request: &ModelRequest) -> ModelResponse {
             }));
             blocks
         }
-        Action::Submit(plan) => vec![
-            ContentBlock::text(format!("{LABEL} the plan is ready for review.")),
-            ContentBlock::tool_use(
-                tool_use_id(turn, 0),
-                EXIT_PLAN_MODE_TOOL,
-                json!({ "plan": plan }),
-            ),
-        ],
+        Action::Submit { plan, addressed } => {
+            let mut input = json!({ "plan": plan });
+            if !addressed.is_empty() {
+                input[ADDRESSED_COMMENT_IDS] = json!(addressed);
+            }
+            vec![
+                ContentBlock::text(format!("{LABEL} the plan is ready for review.")),
+                ContentBlock::tool_use(tool_use_id(turn, 0), EXIT_PLAN_MODE_TOOL, input),
+            ]
+        }
         Action::Reply(text) => vec![ContentBlock::text(text)],
     };
     let calls_tools = content
@@ -138,7 +141,12 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// What the next turn does.
 enum Action {
     Explore(Turn),
-    Submit(String),
+    /// The plan, and the ids of the reviewer's comments it addresses: every comment the last
+    /// rejection listed, each of which the revision turns into steps.
+    Submit {
+        plan: String,
+        addressed: Vec<String>,
+    },
     Reply(String),
 }
 
@@ -155,7 +163,7 @@ fn next_action(convo: &Conversation<'_>) -> Action {
         let turn = match feedback {
             None => explore::next_turn(convo, &study.terms, &study.targets),
             Some(feedback) => {
-                let terms = salient_terms(feedback, MAX_TERMS);
+                let terms = salient_terms(&feedback.replace(ADDRESSED_REQUEST, ""), MAX_TERMS);
                 explore::feedback_turn(convo, convo.verdicts.len(), &terms)
             }
         };
@@ -165,7 +173,10 @@ fn next_action(convo: &Conversation<'_>) -> Action {
     }
     let plan = write_plan(convo, &study);
     if convo.offers(EXIT_PLAN_MODE_TOOL) {
-        Action::Submit(plan)
+        Action::Submit {
+            plan,
+            addressed: feedback.map(listed_comment_ids).unwrap_or_default(),
+        }
     } else {
         Action::Reply(plan)
     }
@@ -243,7 +254,13 @@ fn write_plan(convo: &Conversation<'_>, study: &Study) -> String {
         if let Verdict::Rejected { feedback } = verdict {
             let found = Evidence::gather(convo.calls_in(index + 1));
             let number = revisions.len() + 1;
-            revisions.push(revise::revision(number, feedback, &found, &findings));
+            let feedback = feedback.replace(ADDRESSED_REQUEST, "");
+            revisions.push(revise::revision(
+                number,
+                feedback.trim_end(),
+                &found,
+                &findings,
+            ));
         }
     }
     plan::render(&findings, &revisions)

@@ -309,3 +309,38 @@ fn revisions_without_grep_or_feedback_still_come() {
         assert!(revised.contains(quoted), "{revised}");
     }
 }
+
+/// The input of the last ExitPlanMode call the agent made.
+fn last_plan_input(agent: &Agent<'_>) -> serde_json::Value {
+    let blocks = agent.responses.iter().flat_map(|r| &r.content);
+    let mut inputs = blocks.filter_map(|b| match b {
+        ContentBlock::ToolUse { name, input, .. } if name == EXIT_PLAN_MODE_TOOL => Some(input),
+        _ => None,
+    });
+    inputs.next_back().cloned().expect("an ExitPlanMode call")
+}
+
+#[test]
+fn a_revision_names_the_comments_it_addresses() {
+    use ultraplan_protocol::comments::ADDRESSED_REQUEST;
+    let repo = small_repo();
+    let offered = &["Glob", "Grep", "Read", "ExitPlanMode"][..];
+    let first = vec![ContentBlock::text("fix the cart discount total")];
+    let mut agent = Agent::new(&repo, offered, first);
+    let (_, id) = agent.run_until_plan(8).expect("a plan");
+    assert!(
+        last_plan_input(&agent)
+            .get("addressed_comment_ids")
+            .is_none()
+    );
+    let feedback = format!(
+        "Comments on the plan:\n1. [cmt_a] On \"Total\":\n   Cover the empty cart.\n\
+         2. [cmt_b] On \"Discount\" (under Plan):\n   Keep coupons.\n\n{ADDRESSED_REQUEST}"
+    );
+    agent.decide(&id, &feedback, true);
+    let (revised, _) = agent.run_until_plan(4).expect("a revised plan");
+    let input = last_plan_input(&agent);
+    assert_eq!(input["addressed_comment_ids"], json!(["cmt_a", "cmt_b"]));
+    assert!(revised.contains("Cover the empty cart."), "{revised}");
+    assert!(!revised.contains("addressed_comment_ids"), "{revised}");
+}
