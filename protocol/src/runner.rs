@@ -36,6 +36,17 @@ pub struct LaunchSpec {
     pub log_filter: Option<String>,
 }
 
+/// Where an executing agent's writable copy came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkspaceOrigin {
+    /// Copied from the bundle for this launch: edits of an earlier launch elsewhere are not
+    /// in it.
+    Fresh,
+    /// This runner's copy from an earlier launch of the same session, edits included.
+    Kept,
+}
+
 /// Runner → server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -48,8 +59,14 @@ pub enum RunnerMessage {
         /// Its sandbox (`bwrap`, `docker`, `process`).
         sandbox: String,
     },
-    /// The agent is running.
-    Started { agent: AgentRef },
+    /// The agent is running. For an executing agent, `workspace` says whether its writable
+    /// copy was made fresh from the bundle for this launch or kept from an earlier one of
+    /// this runner (absent for a planning agent, and from runners that predate it).
+    Started {
+        agent: AgentRef,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        workspace: Option<WorkspaceOrigin>,
+    },
     /// The agent could not be started.
     LaunchFailed { agent: AgentRef, reason: String },
     /// One line the agent wrote on stdout (a frame, without its newline).

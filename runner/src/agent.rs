@@ -10,7 +10,7 @@ use base64::Engine;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 use ultraplan_protocol::constants::MAX_FRAME_BYTES;
-use ultraplan_protocol::runner::{AgentRef, LaunchSpec, RunnerMessage};
+use ultraplan_protocol::runner::{AgentRef, LaunchSpec, RunnerMessage, WorkspaceOrigin};
 
 use crate::context::{Context, Up};
 
@@ -72,8 +72,8 @@ async fn run(
         agent: agent.clone(),
         reason,
     };
-    let process = match start(ctx, agent, spec).await {
-        Ok(process) => process,
+    let (process, workspace) = match start(ctx, agent, spec).await {
+        Ok(started) => started,
         Err(reason) => {
             tracing::warn!(session_id = %agent.session_id, %reason, "cannot start the agent");
             return failed(reason);
@@ -86,6 +86,7 @@ async fn run(
         up,
         RunnerMessage::Started {
             agent: agent.clone(),
+            workspace,
         },
     );
     tracing::info!(session_id = %agent.session_id, epoch = agent.epoch, writable = spec.writable, "agent started");
@@ -108,20 +109,28 @@ async fn run(
     }
 }
 
-async fn start(ctx: &Context, agent: &AgentRef, spec: &LaunchSpec) -> Result<AgentProcess, String> {
+/// Start the agent; for an executing one, say whether its copy was made for this launch.
+async fn start(
+    ctx: &Context,
+    agent: &AgentRef,
+    spec: &LaunchSpec,
+) -> Result<(AgentProcess, Option<WorkspaceOrigin>), String> {
     let bundle = crate::bundle::ensure(ctx, &spec.bundle_id).await?;
-    let workspace = if spec.writable {
+    let (workspace, origin) = if spec.writable {
         let workspace = Workspace::at(&ctx.settings.workspace_root(&agent.session_id));
-        if !workspace.is_prepared().await {
+        let origin = if workspace.is_prepared().await {
+            WorkspaceOrigin::Kept
+        } else {
             let owner = ctx.sandbox.workspace_owner();
             workspace
                 .prepare(&bundle, owner)
                 .await
                 .map_err(|e| e.to_string())?;
-        }
-        workspace.tree
+            WorkspaceOrigin::Fresh
+        };
+        (workspace.tree, Some(origin))
     } else {
-        bundle
+        (bundle, None)
     };
     let request = SandboxRequest {
         session_id: agent.session_id.clone(),
@@ -131,10 +140,12 @@ async fn start(ctx: &Context, agent: &AgentRef, spec: &LaunchSpec) -> Result<Age
         limits: ctx.settings.limits.clone(),
         log_filter: spec.log_filter.clone().unwrap_or_else(|| "info".to_owned()),
     };
-    ctx.sandbox
+    let process = ctx
+        .sandbox
         .launch(&request)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+    Ok((process, origin))
 }
 
 async fn feed_stdin(

@@ -38,6 +38,9 @@ pub trait RemoteAgent: Send + Sync {
     async fn wait(&mut self) -> Option<AgentExit>;
     /// The patch its runner sent, once it did.
     fn take_patch(&mut self) -> Option<RemotePatch>;
+    /// Whether an executing agent's writable copy was made fresh from the bundle for this
+    /// launch, so edits of an earlier launch elsewhere are not in it.
+    fn fresh_workspace(&self) -> bool;
 }
 
 enum Handle {
@@ -136,6 +139,13 @@ impl AgentControl {
             Handle::Remote(remote) => remote.take_patch(),
             Handle::Child(..) | Handle::Container(_) => None,
         }
+    }
+
+    /// Whether a remote executing agent's copy was made fresh for this launch (see
+    /// [`RemoteAgent::fresh_workspace`]); a local agent's workspace is its runner's own,
+    /// prepared once per execution.
+    pub fn fresh_remote_workspace(&self) -> bool {
+        matches!(&self.handle, Handle::Remote(remote) if remote.fresh_workspace())
     }
 
     /// Whether the agent runs on a remote runner.

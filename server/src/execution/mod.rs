@@ -4,6 +4,7 @@
 //! The workspace and the patch making are the runner crate's (`ultraplan_runner::workspace`),
 //! shared with `ultraplan-runner`; this module decides the mode, stores and reports patches.
 
+mod fresh_copy;
 mod remote;
 mod report;
 mod restart;
@@ -15,6 +16,7 @@ use ultraplan_protocol::frames::AgentMode;
 use ultraplan_protocol::patch::{Execution, ExecutionState};
 use ultraplan_protocol::{ExitPlanModeScanner, ScanResult};
 
+pub use fresh_copy::{EXECUTION_RESTARTED, EXECUTION_STARTED, is_execution_started, restart_point};
 pub use remote::RemotePatch;
 pub use report::{Ending, patch_result};
 pub use restart::{finish_abandoned, settle_finished};

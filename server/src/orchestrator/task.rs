@@ -17,7 +17,7 @@ use ultraplan_protocol::model::Usage;
 use ultraplan_protocol::session::PromptVariant;
 
 use super::{Command, Inner, Launch};
-use crate::orchestrator::lifecycle::{Effect, Input, Lifecycle, unanswered_tool};
+use crate::orchestrator::lifecycle::{Effect, Input, Lifecycle};
 use crate::runner::{AgentControl, AgentExit, AgentProcess, RemoteLaunch, SandboxRequest};
 use crate::store::{AgentState, SessionRow, StoreError, StoreResult, now_ms};
 use crate::store::{Claim, Lease};
@@ -191,7 +191,6 @@ impl SessionTask {
         timeout_seconds: u64,
         commands: &mut mpsc::UnboundedReceiver<Command>,
     ) -> Result<RunEnd, String> {
-        let waiting_on = unanswered_tool(&transcript);
         let inbox = super::inbox::follow(
             self.inner.state.clone(),
             self.session.id.clone(),
@@ -200,7 +199,7 @@ impl SessionTask {
         );
         let connected = self.connect(transcript).await;
         let ran = match connected {
-            Ok((mut frames, stderr_tail)) => {
+            Ok((mut frames, stderr_tail, waiting_on)) => {
                 let limits = (deadline, timeout_seconds);
                 let exit_reason = self.pump(&mut frames, waiting_on, limits, commands).await;
                 Ok((exit_reason, stderr_tail))

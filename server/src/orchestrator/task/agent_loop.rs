@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use ultraplan_protocol::constants::FRAME_PROTOCOL_VERSION;
 use ultraplan_protocol::events::EventBody;
-use ultraplan_protocol::frames::{AgentFrame, ServerFrame};
+use ultraplan_protocol::frames::{AgentFrame, AgentMode, ServerFrame};
 
 use super::{Command, ModelReply, SessionTask};
-use crate::orchestrator::lifecycle::{Input, Waiting};
+use crate::orchestrator::lifecycle::{Input, Waiting, unanswered_tool};
 use crate::orchestrator::pump::{read_frames, tail_stderr, write_frames};
 
 /// Sleep until `at`; forever when there is none.
@@ -31,16 +31,23 @@ enum Step {
 }
 
 impl SessionTask {
-    /// Start the agent, greet it and hand it its settings and transcript.
+    /// Start the agent, greet it and hand it its settings and transcript; with what the
+    /// transcript it was handed leaves waiting on a person.
     pub(super) async fn connect(
         &mut self,
         transcript: Vec<EventBody>,
-    ) -> Result<(Frames, Arc<Mutex<String>>), String> {
+    ) -> Result<(Frames, Arc<Mutex<String>>, Option<Waiting>), String> {
         let (stdin, stdout, stderr, control) = self
             .start_agent()
             .await?
             .into_parts()
             .ok_or("the agent's stdio was not available")?;
+        let transcript = if control.fresh_remote_workspace() {
+            self.restart_on_fresh_copy(transcript).await
+        } else {
+            transcript
+        };
+        let waiting_on = unanswered_tool(&transcript);
         let frames = read_frames(stdout);
         let stderr_tail = tail_stderr(stderr, self.session.id.clone());
         let to_agent = write_frames(stdin);
@@ -53,7 +60,33 @@ impl SessionTask {
             transcript,
         });
         self.to_agent = Some(to_agent);
-        Ok((frames, stderr_tail))
+        Ok((frames, stderr_tail, waiting_on))
+    }
+
+    /// An executing agent whose runner made its copy fresh from the bundle: the edits the
+    /// log records since the execution started are not in it, so the agent starts the
+    /// execution over (docs/ARCHITECTURE.md §5.3).
+    async fn restart_on_fresh_copy(&self, transcript: Vec<EventBody>) -> Vec<EventBody> {
+        if self.mode != AgentMode::Execute {
+            return transcript;
+        }
+        let Some(cut) = crate::execution::restart_point(&transcript) else {
+            return transcript;
+        };
+        tracing::warn!(
+            session_id = %self.session.id,
+            dropped = transcript.len() - cut.len(),
+            "the execution's copy was lost with its runner: the agent starts the execution over"
+        );
+        let message = format!(
+            "The runner that held this execution was lost with its copy of the repository. \
+             The agent starts the execution over on {} from the uploaded repository; the log \
+             above keeps what was done before.",
+            self.lease.runner
+        );
+        self.append_note(crate::execution::EXECUTION_RESTARTED, message)
+            .await;
+        cut
     }
 
     /// Run the loop; `Some(reason)` when the agent failed.

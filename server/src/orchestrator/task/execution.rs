@@ -7,7 +7,7 @@ use ultraplan_protocol::patch::{Execution, ExecutionState};
 
 use super::SessionTask;
 use crate::blobs::ensure_bundle_tree;
-use crate::execution::{Ending, PatchSource};
+use crate::execution::{EXECUTION_STARTED, Ending, PatchSource, is_execution_started};
 use crate::store::StoreResult;
 
 impl SessionTask {
@@ -47,7 +47,7 @@ impl SessionTask {
                 .map_err(|e| e.to_string())?;
         }
         self.append_note(
-            "execution_started",
+            EXECUTION_STARTED,
             "The plan was approved: the agent implements it in a writable copy of the \
              repository."
                 .to_owned(),
@@ -107,8 +107,4 @@ impl SessionTask {
             .await
             .map_err(|e| e.to_string())
     }
-}
-
-fn is_execution_started(event: &EventBody) -> bool {
-    matches!(event, EventBody::System(s) if s.subtype == "execution_started")
 }

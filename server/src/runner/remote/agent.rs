@@ -2,11 +2,11 @@
 //! task reads like a local child's, and what the task writes on stdin goes to the runner line
 //! by line.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
-use ultraplan_protocol::runner::{AgentRef, ControlMessage};
+use ultraplan_protocol::runner::{AgentRef, ControlMessage, WorkspaceOrigin};
 
 use super::{RemoteLink, RemotePatch, Started};
 use crate::runner::{AgentExit, AgentProcess, RemoteAgent};
@@ -20,11 +20,18 @@ pub(crate) struct Route {
     stdout: mpsc::UnboundedSender<Vec<u8>>,
     stderr: mpsc::UnboundedSender<Vec<u8>>,
     patch: Arc<Mutex<Option<RemotePatch>>>,
+    origin: Arc<OnceLock<WorkspaceOrigin>>,
     exit: oneshot::Sender<AgentExit>,
 }
 
 impl Route {
-    pub(super) fn started(&mut self, outcome: Result<(), String>) {
+    /// The runner's answer to the launch, with where an executing agent's copy came from.
+    pub(super) fn started(&mut self, outcome: Result<Option<WorkspaceOrigin>, String>) {
+        let outcome = outcome.map(|origin| {
+            if let Some(origin) = origin {
+                let _ = self.origin.set(origin);
+            }
+        });
         if let Some(started) = self.started.take() {
             let _ = started.send(outcome);
         }
@@ -58,6 +65,7 @@ pub struct RemoteHandle {
     exit: Option<oneshot::Receiver<AgentExit>>,
     ended: Option<AgentExit>,
     patch: Arc<Mutex<Option<RemotePatch>>>,
+    origin: Arc<OnceLock<WorkspaceOrigin>>,
 }
 
 #[async_trait::async_trait]
@@ -80,6 +88,10 @@ impl RemoteAgent for RemoteHandle {
     }
 
     /// What the runner made of an executing agent's workspace, once it said.
+    fn fresh_workspace(&self) -> bool {
+        self.origin.get() == Some(&WorkspaceOrigin::Fresh)
+    }
+
     fn take_patch(&mut self) -> Option<RemotePatch> {
         self.patch.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
@@ -94,11 +106,13 @@ pub(super) fn bridge(link: RemoteLink, agent: AgentRef) -> (Route, Started, Agen
     let (stderr_tx, stderr) = pipe_from_channel();
     let stdin = pipe_to_link(link.clone(), agent.clone());
     let patch = Arc::new(Mutex::new(None));
+    let origin = Arc::new(OnceLock::new());
     let route = Route {
         started: Some(started_tx),
         stdout: stdout_tx,
         stderr: stderr_tx,
         patch: patch.clone(),
+        origin: origin.clone(),
         exit: exit_tx,
     };
     let handle = RemoteHandle {
@@ -107,6 +121,7 @@ pub(super) fn bridge(link: RemoteLink, agent: AgentRef) -> (Route, Started, Agen
         exit: Some(exit_rx),
         ended: None,
         patch,
+        origin,
     };
     let process = AgentProcess::remote(
         Box::pin(stdin),

@@ -131,7 +131,9 @@ impl RemoteLink {
     pub fn dispatch(&self, message: RunnerMessage) {
         match message {
             RunnerMessage::Hello { .. } | RunnerMessage::Heartbeat {} => {}
-            RunnerMessage::Started { agent } => self.with_route(&agent, |r| r.started(Ok(()))),
+            RunnerMessage::Started { agent, workspace } => {
+                self.with_route(&agent, |r| r.started(Ok(workspace)))
+            }
             RunnerMessage::LaunchFailed { agent, reason } => {
                 if let Some(mut route) = self.routes().remove(&agent) {
                     route.started(Err(reason));

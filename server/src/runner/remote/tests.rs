@@ -1,5 +1,7 @@
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use ultraplan_protocol::runner::{AgentRef, ControlMessage, LaunchSpec, RunnerMessage};
+use ultraplan_protocol::runner::{
+    AgentRef, ControlMessage, LaunchSpec, RunnerMessage, WorkspaceOrigin,
+};
 
 use super::*;
 
@@ -15,6 +17,13 @@ fn spec() -> LaunchSpec {
         bundle_id: "b".repeat(64),
         writable: false,
         log_filter: None,
+    }
+}
+
+fn started(workspace: Option<WorkspaceOrigin>) -> RunnerMessage {
+    RunnerMessage::Started {
+        agent: agent(1),
+        workspace,
     }
 }
 
@@ -40,9 +49,7 @@ async fn launched(
 #[tokio::test]
 async fn a_remote_agent_relays_stdio_and_exits_as_the_runner_says() {
     let (link, mut out) = RemoteLink::new("ci:r1");
-    let process = launched(&link, &mut out, RunnerMessage::Started { agent: agent(1) })
-        .await
-        .unwrap();
+    let process = launched(&link, &mut out, started(None)).await.unwrap();
     let (mut stdin, stdout, _stderr, mut control) = process.into_parts().unwrap();
     link.dispatch(RunnerMessage::Stdout {
         agent: agent(1),
@@ -105,9 +112,7 @@ async fn a_launch_the_runner_refuses_is_a_spawn_error_with_its_reason() {
 #[tokio::test]
 async fn a_lost_link_ends_every_agent_on_it() {
     let (link, mut out) = RemoteLink::new("ci:r1");
-    let process = launched(&link, &mut out, RunnerMessage::Started { agent: agent(1) })
-        .await
-        .unwrap();
+    let process = launched(&link, &mut out, started(None)).await.unwrap();
     let (_stdin, _stdout, _stderr, mut control) = process.into_parts().unwrap();
     link.close();
     let exit = control.wait().await.unwrap();
@@ -123,9 +128,7 @@ async fn a_lost_link_ends_every_agent_on_it() {
 #[tokio::test]
 async fn a_patch_is_kept_for_the_task_and_oversized_ones_refused() {
     let (link, mut out) = RemoteLink::new("ci:r1");
-    let process = launched(&link, &mut out, RunnerMessage::Started { agent: agent(1) })
-        .await
-        .unwrap();
+    let process = launched(&link, &mut out, started(None)).await.unwrap();
     let (_stdin, _stdout, _stderr, mut control) = process.into_parts().unwrap();
     let summary = ultraplan_protocol::patch::PatchSummary {
         files: Vec::new(),
@@ -150,4 +153,19 @@ async fn a_patch_is_kept_for_the_task_and_oversized_ones_refused() {
         .take_remote_patch()
         .expect("the runner's word is kept");
     assert!(patch.unwrap_err().contains("larger than"));
+}
+
+#[tokio::test]
+async fn a_launch_says_whether_the_runner_made_its_copy_fresh() {
+    let cases = [
+        (None, false),
+        (Some(WorkspaceOrigin::Kept), false),
+        (Some(WorkspaceOrigin::Fresh), true),
+    ];
+    for (origin, fresh) in cases {
+        let (link, mut out) = RemoteLink::new("ci:r1");
+        let process = launched(&link, &mut out, started(origin)).await.unwrap();
+        let (_, _, _, control) = process.into_parts().unwrap();
+        assert_eq!(control.fresh_remote_workspace(), fresh, "{origin:?}");
+    }
 }
