@@ -81,8 +81,27 @@ fn parallel_subagents_are_routed_by_request_and_answer_with_notifications() {
     let (c, request_c) = request_for(&effects, "QC");
     assert_eq!(request_a.messages.len(), 1, "only its prompt");
     assert_eq!(text_of(&request_a.messages[0]), "QA");
-    assert!(text_of_system(&request_a).starts_with("You are an exploration subagent"));
-    assert!(text_of_system(&request_c).starts_with("You are an adversarial reviewer"));
+    // Explorer and critic share the tools and the notes block, each ending at a breakpoint,
+    // and differ from their own prompt on.
+    assert_eq!(request_a.system[0], request_c.system[0]);
+    assert!(
+        request_a.system[0]
+            .text
+            .starts_with("# Working as a subagent")
+    );
+    assert!(
+        request_a.system[1]
+            .text
+            .starts_with("You are an exploration subagent")
+    );
+    assert!(
+        request_c.system[1]
+            .text
+            .starts_with("You are an adversarial reviewer")
+    );
+    assert!(request_a.system.iter().all(|b| b.cache_control.is_some()));
+    assert!(request_a.tools.iter().all(|t| t.cache_control.is_none()));
+    assert_eq!(request_a.tools, request_c.tools);
     let names: Vec<&str> = request_a.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["Glob", "Grep", "Read"]);
     for event in emitted(&effects)
@@ -131,10 +150,6 @@ fn parallel_subagents_are_routed_by_request_and_answer_with_notifications() {
     );
 }
 
-fn text_of_system(request: &ModelRequest) -> String {
-    request.system.iter().map(|b| b.text.as_str()).collect()
-}
-
 #[test]
 fn subagents_beyond_the_cap_wait_for_a_free_slot() {
     let mut agent = team_agent(2, vec![]);
@@ -161,7 +176,7 @@ fn subagent_tools_are_filtered_and_refusals_never_run() {
     let (id, request) = request_for(&effects, "audit");
     let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["Grep", "Read"]);
-    assert!(text_of_system(&request).starts_with("You audit code."));
+    assert!(request.system[1].text.starts_with("You audit code."));
     let calls = vec![
         tool("c1", "Glob", json!({"pattern": "*"})),
         tool("c2", "Read", json!({"file_path": "a"})),

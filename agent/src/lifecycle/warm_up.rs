@@ -15,14 +15,18 @@
 //! [`worth_warming`] weighs against the writes it saves.
 //!
 //! The prefix warmed is the one the real requests hit: the agent sets the breakpoints on the
-//! last tool and the system prompt of every prefix it builds (and on a fork's last
-//! placeholder), and the gateway keeps breakpoints the agent placed, so the shared part of the
-//! siblings' requests ends at a breakpoint the warm-up request carries too.
+//! system prompt of every prefix it builds (a subagent's has two blocks, the notes all
+//! subagents share and its type's own prompt; the main agent's one) and on the main agent's
+//! last tool (and on a fork's last placeholder), and the gateway keeps breakpoints the agent
+//! placed, so the shared part of the siblings' requests ends at a breakpoint the warm-up
+//! request carries too.
 //!
 //! Subagents whose tools are the first tools the caller offers (the built-ins read with
 //! Glob, Grep and Read) can also read those from the caller's cache: the caller's request
 //! gets a breakpoint after them when it has one to spare (its first request has three), so
-//! the warm-up, and a lone subagent such as the critic, write only their own system prompt.
+//! the warm-up writes only the subagents' system prompt. A lone subagent of another type with
+//! the same tools, such as the critic after the explorers, reads the tools and the shared
+//! notes from the entry the warm-up wrote, and writes only its type's own prompt.
 
 use ultraplan_protocol::ContentBlock;
 use ultraplan_protocol::events::CacheControl;

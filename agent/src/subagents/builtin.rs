@@ -11,7 +11,8 @@ pub const GENERAL: &str = "general";
 /// The read-only search tools.
 const SEARCH_TOOLS: [&str; 3] = ["Glob", "Grep", "Read"];
 
-/// Notes appended to every subagent's system prompt, custom ones included.
+/// Notes every subagent's system prompt opens with, custom ones included: a block of their
+/// own, so subagents of every type share it in the prompt cache (see [`super::prefix`]).
 pub const SUBAGENT_NOTES: &str = "# Working as a subagent
 - Another agent started you to do one task; it sees only your final message, not your tool \
 calls. End with a complete, self-contained report and no preamble.

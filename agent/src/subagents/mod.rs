@@ -37,20 +37,27 @@ pub fn load(workspace: &Workspace) -> Subagents {
     }
 }
 
-/// The request prefix of a subagent of type `definition`: its own system prompt, and the
-/// caller's tool definitions narrowed to `allowed`, with breakpoints on the last of each.
+/// The request prefix of a subagent of type `definition`: the caller's tool definitions
+/// narrowed to `allowed`, then the system prompt in two blocks, each ending at a cache
+/// breakpoint: the notes every subagent shares, then the type's own prompt.
+///
+/// The shared block comes first so that subagents of different types with the same tools
+/// share the prompt-cache prefix up to its end: a critic started after the explorers reads
+/// the tools and the notes from the entry the explorers' warm-up wrote, and writes only its
+/// own prompt. That block's breakpoint replaces one after the last tool, which would end the
+/// same entry minus the notes (the tools alone are read from the caller's request, which
+/// marks them). A request thus carries at most four breakpoints: the two here, and the first
+/// and last message.
 pub fn prefix(
     definition: &AgentDefinition,
     offered: &[ToolDefinition],
     allowed: &[String],
 ) -> Prefix {
-    let mut system = SystemBlock::text(format!(
-        "{}\n\n{}",
-        definition.system_prompt.trim(),
-        builtin::SUBAGENT_NOTES
-    ));
-    system.cache_control = Some(CacheControl::ephemeral());
-    let mut tools: Vec<ToolDefinition> = offered
+    let mut shared = SystemBlock::text(builtin::SUBAGENT_NOTES);
+    shared.cache_control = Some(CacheControl::ephemeral());
+    let mut own = SystemBlock::text(definition.system_prompt.trim());
+    own.cache_control = Some(CacheControl::ephemeral());
+    let tools: Vec<ToolDefinition> = offered
         .iter()
         .filter(|t| allowed.contains(&t.name))
         .cloned()
@@ -59,11 +66,8 @@ pub fn prefix(
             t
         })
         .collect();
-    if let Some(last) = tools.last_mut() {
-        last.cache_control = Some(CacheControl::ephemeral());
-    }
     Prefix {
-        system: vec![system],
+        system: vec![shared, own],
         tools,
     }
 }

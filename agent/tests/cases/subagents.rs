@@ -186,10 +186,14 @@ fn a_custom_agent_from_the_bundle_is_loaded_restricted_and_used() {
     let (child_id, child, _) = agent.expect_request();
     let names: Vec<&str> = child.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["Grep", "Read"]);
-    let system: String = child.system.iter().map(|b| b.text.as_str()).collect();
+    // The notes every subagent shares come first, then the custom type's own prompt.
+    assert!(child.system[0].text.starts_with("# Working as a subagent"));
     assert!(
-        system.starts_with("You are a security auditor."),
-        "{system}"
+        child.system[1]
+            .text
+            .starts_with("You are a security auditor."),
+        "{:?}",
+        child.system
     );
     agent.respond(
         &child_id,
