@@ -15,6 +15,7 @@ mod error;
 mod extract;
 mod limits;
 mod links;
+pub mod partial;
 mod paths;
 pub mod registry;
 mod staging;

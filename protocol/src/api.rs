@@ -50,6 +50,10 @@ pub struct Eligibility {
     /// `gzip`). Empty from servers that predate it: those accept gzip only.
     #[serde(default)]
     pub accepts_bundle_encodings: Vec<String>,
+    /// Whether `/v1/bundles/{sha256}/upload` takes resumable uploads (`HEAD` for the offset,
+    /// `PATCH` to continue). `false` from servers that predate it.
+    #[serde(default)]
+    pub resumable_bundle_uploads: bool,
 }
 
 /// `PUT /v1/bundles/{sha256}` response.

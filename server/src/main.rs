@@ -61,6 +61,10 @@ struct ServeArgs {
     /// as root (writes past it fail with ENOSPC; the patch holds what fit).
     #[arg(long, env = "ULTRAPLAN_WORKSPACE_MAX_BYTES", default_value_t = defaults::WORKSPACE_MAX_BYTES)]
     workspace_max_bytes: u64,
+    /// Largest compressed bundle an upload may send, in bytes (a client over it is told which
+    /// files to leave out with `.ultraplanignore`).
+    #[arg(long, env = "ULTRAPLAN_MAX_BUNDLE_BYTES", default_value_t = defaults::MAX_BUNDLE_BYTES)]
+    max_bundle_bytes: u64,
     /// Base URL used in links (default: http://<bind>).
     #[arg(long, env = "ULTRAPLAN_PUBLIC_URL")]
     public_url: Option<String>,
@@ -273,6 +277,7 @@ fn apply_serve_args(config: &mut Config, args: ServeArgs) {
     config.park_after_seconds = args.park_after_seconds;
     config.session_token_budget = args.session_token_budget;
     config.workspace_max_bytes = args.workspace_max_bytes;
+    config.bundle_limits.max_archive_bytes = args.max_bundle_bytes;
     config.rate_limits = RateLimits {
         writes: RateLimit::per_second(args.rate_limit),
         reads: RateLimit::per_second(args.read_rate_limit),

@@ -19,6 +19,8 @@ pub const PARK_AFTER_SECONDS: u64 = 60;
 pub const SESSION_TOKEN_BUDGET: u64 = 5_000_000;
 /// Size cap of an execution workspace: 2 GiB.
 pub const WORKSPACE_MAX_BYTES: u64 = 2 << 30;
+/// Largest compressed bundle an upload may send (the bundle limits' default).
+pub const MAX_BUNDLE_BYTES: u64 = 512 << 20;
 /// Largest JSON request body: 2 MiB.
 pub const MAX_JSON_BODY: usize = 2 << 20;
 /// The model when no provider key is set.
@@ -60,3 +62,12 @@ pub const BUNDLE_QUOTA_BYTES: u64 = 10 << 30;
 pub const BUNDLE_GRACE_SECS: u64 = 24 * 3600;
 /// Seconds between retention passes.
 pub const RETENTION_INTERVAL_SECS: u64 = 600;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_bundle_cap_is_the_bundle_limits_default() {
+        let limits = ultraplan_bundle::BundleLimits::default();
+        assert_eq!(super::MAX_BUNDLE_BYTES, limits.max_archive_bytes);
+    }
+}

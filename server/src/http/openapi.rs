@@ -17,6 +17,8 @@ use crate::http::api;
         api::meta::eligibility,
         api::bundles::head,
         api::bundles::put,
+        api::bundle_uploads::head,
+        api::bundle_uploads::patch,
         api::sessions::create,
         api::sessions::list,
         api::sessions::get,

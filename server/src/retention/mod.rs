@@ -35,6 +35,8 @@ pub struct Swept {
     pub orphans: u64,
     /// Blobs removed from the blob store that no bundle row knew.
     pub orphan_blobs: u64,
+    /// Files of resumable uploads untouched for a day, removed.
+    pub partial_uploads: u64,
     /// Login links deleted.
     pub links: u64,
     /// Browser sessions deleted.
@@ -85,12 +87,19 @@ pub async fn sweep(state: &Core, now: i64) -> Result<Swept, StoreError> {
     let cutoff = now.saturating_sub(grace_ms);
     swept.orphans = orphans::sweep_files(state, &root, cutoff).await?;
     swept.orphan_blobs = orphans::sweep_blobs(state, &root, cutoff).await?;
+    let partials_root = root.clone();
+    swept.partial_uploads = tokio::task::spawn_blocking(move || {
+        ultraplan_bundle::partial::sweep(&partials_root, ultraplan_bundle::partial::PARTIAL_TTL)
+    })
+    .await
+    .map_or(0, |n| u64::try_from(n).unwrap_or(u64::MAX));
     if swept != Swept::default() {
         tracing::info!(
             holdings = swept.holdings,
             bundles = swept.bundles,
             orphans = swept.orphans,
             orphan_blobs = swept.orphan_blobs,
+            partial_uploads = swept.partial_uploads,
             links = swept.links,
             web_sessions = swept.web_sessions,
             "retention pass"

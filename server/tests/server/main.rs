@@ -16,6 +16,7 @@ mod parking;
 mod quota;
 mod ratelimits;
 mod replicas;
+mod resumable_uploads;
 mod retention;
 mod runner_tokens;
 mod sandbox_health;

@@ -100,6 +100,18 @@ pub async fn put(
     // blocking thread is used.
     let _slot = state.rate_limiters.uploads.acquire(&user.id).await?;
     let stats = ingest(&state, &sha, encoding, body).await?;
+    Ok(Json(keep(&state, &user, quota, stats).await?))
+}
+
+/// A validated bundle: recorded as the user's (within the quota) and its archive sent to the
+/// blob store.
+pub(super) async fn keep(
+    state: &AppState,
+    user: &AuthUser,
+    quota: crate::retention::Quota,
+    stats: BundleStats,
+) -> ApiResult<BundleUploaded> {
+    let sha = stats.sha256.clone();
     let row = BundleRow {
         sha256: stats.sha256.clone(),
         files: i64::try_from(stats.files).unwrap_or(i64::MAX),
@@ -110,18 +122,18 @@ pub async fn put(
     quota.record(&state.core, &user.id, &row).await?;
     // Recorded first, so the archive is only ever sent for a bundle within its user's quota;
     // until it is in the blob store HEAD says 404 and the client uploads again.
-    store_archive(&state, &sha, stats.encoding).await?;
+    store_archive(state, &sha, stats.encoding).await?;
     tracing::info!(sha256 = %sha, files = stats.files, bytes = stats.archive_bytes, "bundle stored");
-    Ok(Json(BundleUploaded {
+    Ok(BundleUploaded {
         bundle_id: stats.sha256,
         files: stats.files,
         bytes: stats.archive_bytes,
         unpacked_bytes: stats.unpacked_bytes,
-    }))
+    })
 }
 
 /// The encoding the Content-Type declares (`None` for octet-stream: the magic bytes decide).
-fn check_headers(headers: &HeaderMap, max: u64) -> ApiResult<Option<BundleEncoding>> {
+pub(super) fn check_headers(headers: &HeaderMap, max: u64) -> ApiResult<Option<BundleEncoding>> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())

@@ -108,6 +108,7 @@ pub async fn eligibility(
             }],
             flags: None,
             accepts_bundle_encodings: bundle_encodings(),
+            resumable_bundle_uploads: true,
         }));
     };
     let flags = crate::flags::for_user(&state.core, &user.id).await?;
@@ -143,6 +144,7 @@ pub async fn eligibility(
         reasons,
         flags: Some(flags.effective()),
         accepts_bundle_encodings: bundle_encodings(),
+        resumable_bundle_uploads: true,
     }))
 }
 

@@ -1,5 +1,6 @@
 //! The `/v1` JSON API (docs/ARCHITECTURE.md §3.1).
 
+pub mod bundle_uploads;
 pub mod bundles;
 pub mod comments;
 pub mod events;
@@ -26,6 +27,10 @@ pub fn routes(max_json_body: usize) -> Router<AppState> {
         .route(
             "/v1/bundles/{sha256}",
             head(bundles::head).put(bundles::put),
+        )
+        .route(
+            "/v1/bundles/{sha256}/upload",
+            head(bundle_uploads::head).patch(bundle_uploads::patch),
         )
         .route("/v1/runner/bundles/{bundle_id}", get(runner_bundles::get))
         .route("/v1/runner/connect", get(runner_connect::connect))
