@@ -1,15 +1,10 @@
 //! The pieces of a launch that are not user interface: the create-session request built from a
-//! prompt and a bundle, and the deduplicated bundle upload.
+//! prompt and a bundle; the bundle upload is `crate::upload`'s.
 
-use std::path::Path;
-use std::sync::Arc;
-
-use futures_util::StreamExt;
-use ultraplan_protocol::api::{BundleUploaded, CreateSessionRequest};
+use ultraplan_protocol::api::CreateSessionRequest;
 use ultraplan_protocol::events::{ControlRequest, ControlRequestEvent, EventBody, PermissionMode};
 use ultraplan_protocol::session::{BaseRef, BundleManifest, SessionContext};
 
-use crate::api::{ApiError, Client};
 use crate::bundle::Bundle;
 
 /// Longest session title derived from a prompt, in characters.
@@ -84,60 +79,7 @@ pub fn create_request(
     }
 }
 
-/// What the upload did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Upload {
-    /// The server already held the bundle (`HEAD` said 200): nothing was sent.
-    Unchanged,
-    Uploaded(BundleUploaded),
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum UploadError {
-    #[error(transparent)]
-    Api(#[from] ApiError),
-    #[error("reading the bundle {path}: {source}")]
-    Read {
-        path: std::path::PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-/// Called with the bytes sent so far.
-pub type Progress = Arc<dyn Fn(u64) + Send + Sync>;
-
-/// Uploads `bundle`, written at `path`, unless the server already has it.
-pub async fn upload(
-    client: &Client,
-    path: &Path,
-    bundle: &Bundle,
-    progress: Progress,
-) -> Result<Upload, UploadError> {
-    let sha256 = &bundle.sha256;
-    if client.has_bundle(sha256).await? {
-        return Ok(Upload::Unchanged);
-    }
-    let read_err = |source| UploadError::Read {
-        path: path.to_owned(),
-        source,
-    };
-    let file = tokio::fs::File::open(path).await.map_err(read_err)?;
-    let length = file.metadata().await.map_err(read_err)?.len();
-    let mut sent = 0u64;
-    let stream = tokio_util::io::ReaderStream::new(file).inspect(move |chunk| {
-        if let Ok(bytes) = chunk {
-            sent += bytes.len() as u64;
-            progress(sent);
-        }
-    });
-    let body = reqwest::Body::wrap_stream(stream);
-    Ok(Upload::Uploaded(
-        client
-            .upload_bundle(sha256, bundle.encoding.content_type(), length, body)
-            .await?,
-    ))
-}
+pub use crate::upload::{Progress, Upload, UploadError, upload};
 
 #[cfg(test)]
 mod tests {
@@ -158,6 +100,7 @@ mod tests {
                 bytes: 1234,
             },
             skipped: vec![],
+            largest: vec![],
         }
     }
 

@@ -31,3 +31,4 @@ pub mod sanitize;
 pub mod script;
 pub mod state;
 pub mod teleport;
+pub mod upload;

@@ -2,6 +2,7 @@
 
 mod error;
 mod messages;
+mod uploads;
 
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ use ultraplan_protocol::constants::MAX_EVENTS_PAGE;
 use ultraplan_protocol::session::SessionResource;
 
 pub use error::{ApiError, MAX_PATCH_BYTES_ENV};
+pub use uploads::Part;
 
 /// The most a patch download may hold, as the server caps the patches it stores.
 pub const MAX_PATCH_BYTES: u64 = 64 * 1024 * 1024;

@@ -18,6 +18,7 @@ mod git;
 mod plan;
 mod secrets;
 mod symlink;
+mod user_ignore;
 mod walk;
 
 use std::io::Write;
@@ -89,6 +90,25 @@ pub struct Bundle {
     pub manifest: Manifest,
     /// Paths left out, and why.
     pub skipped: Vec<Skipped>,
+    /// The largest files in it, largest first (at most [`LARGEST_LISTED`]): what to name in
+    /// `.ultraplanignore` when the bundle is over a server's limit.
+    pub largest: Vec<(String, u64)>,
+}
+
+/// How many of the largest files a bundle lists.
+pub const LARGEST_LISTED: usize = 5;
+
+fn largest(entries: &[walk::Entry]) -> Vec<(String, u64)> {
+    let mut files: Vec<(String, u64)> = entries
+        .iter()
+        .filter_map(|e| match e.kind {
+            walk::EntryKind::File { size, .. } => Some((e.path.display().to_string(), size)),
+            walk::EntryKind::Symlink { .. } => None,
+        })
+        .collect();
+    files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    files.truncate(LARGEST_LISTED);
+    files
 }
 
 /// The directory a bundle of `path` is rooted at: the git top level, else `path` itself
@@ -136,6 +156,7 @@ pub fn create<W: Write>(path: &Path, options: &Options, out: W) -> Result<Bundle
         sha256: written.sha256,
         encoding: options.codec,
         manifest,
+        largest: largest(&selection.entries),
         skipped: selection.skipped,
     })
 }

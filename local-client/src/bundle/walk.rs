@@ -15,7 +15,7 @@ use ignore::{WalkBuilder, WalkState};
 use serde::Serialize;
 
 use super::error::BundleError;
-use super::{secrets, symlink};
+use super::{secrets, symlink, user_ignore};
 
 /// A file or link that goes into the bundle.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,7 +74,8 @@ impl Found {
     }
 }
 
-/// Walks `root` (absolute) and adds the `tracked` paths (relative) the walk did not reach.
+/// Walks `root` (absolute) and adds the `tracked` paths (relative) the walk did not reach;
+/// then leaves out what `.ultraplanignore` names.
 /// Absolute paths in `exclude` are left out silently (the bundle's own output file).
 pub fn select(
     root: &Path,
@@ -90,6 +91,9 @@ pub fn select(
         if let Ok(meta) = std::fs::symlink_metadata(root.join(rel)) {
             found.extend(classify(root, rel.clone(), &meta));
         }
+    }
+    if let Some(matcher) = user_ignore::load(root) {
+        found.retain(|f| !user_ignore::ignores(&matcher, &f.path()));
     }
     Ok(into_selection(found))
 }

@@ -74,6 +74,7 @@ async fn try_launch(env: &Env, input: &HookInput) -> anyhow::Result<(String, Str
         watch: !super::no_watch(),
         quiet: true,
         codec: ultraplan::bundle::Codec::negotiate(&eligibility.accepts_bundle_encodings),
+        resumable: eligibility.resumable_bundle_uploads,
     };
     let launched = launch::run(env, &client, &settings, &request).await?;
     Ok((launched.session.title, launched.session.url))

@@ -34,6 +34,8 @@ pub struct Request {
     pub quiet: bool,
     /// The bundle's compression, as negotiated with the server ([`Codec::negotiate`]).
     pub codec: Codec,
+    /// The server takes resumable uploads: a large bundle survives a cut connection.
+    pub resumable: bool,
 }
 
 /// A created session.
@@ -92,6 +94,7 @@ pub async fn command(env: &Env, args: &LaunchArgs) -> anyhow::Result<ExitCode> {
         watch: !args.no_watch && !super::no_watch(),
         quiet: args.json,
         codec: Codec::negotiate(&eligibility.accepts_bundle_encodings),
+        resumable: eligibility.resumable_bundle_uploads,
     };
     let launched = run(env, &client, &settings, &request).await?;
     if args.json {
@@ -152,7 +155,7 @@ pub async fn run(
     request: &Request,
 ) -> anyhow::Result<Launched> {
     let (bundle, file) = make_bundle(&request.repo, request.codec, request.quiet).await?;
-    let uploaded = upload(client, &bundle, &file, request.quiet).await;
+    let uploaded = upload(client, &bundle, &file, request).await;
     let _ = std::fs::remove_file(&file);
     uploaded?;
     let create = launch::create_request(&request.prompt, &bundle, request.draft_plan.clone());
@@ -210,12 +213,24 @@ async fn make_bundle(repo: &Path, codec: Codec, quiet: bool) -> anyhow::Result<(
     Ok((bundle, file))
 }
 
-async fn upload(client: &Client, bundle: &Bundle, file: &Path, quiet: bool) -> anyhow::Result<()> {
-    let bar = ui::bytes_bar(bundle.manifest.bytes, "Uploading", quiet);
+async fn upload(
+    client: &Client,
+    bundle: &Bundle,
+    file: &Path,
+    request: &Request,
+) -> anyhow::Result<()> {
+    let quiet = request.quiet;
+    let archive_bytes = std::fs::metadata(file).map_or(0, |m| m.len());
+    let bar = ui::bytes_bar(archive_bytes, "Uploading", quiet);
     let progress_bar = bar.clone();
     let progress: launch::Progress = Arc::new(move |sent| progress_bar.set_position(sent));
-    let result = launch::upload(client, file, bundle, progress).await;
+    let result = launch::upload(client, file, bundle, progress, request.resumable).await;
     bar.finish_and_clear();
+    if let Err(launch::UploadError::Api(error)) = &result
+        && error.code() == Some("too_large")
+    {
+        bail!(too_large(bundle, archive_bytes, error));
+    }
     match result.context("uploading the bundle")? {
         Upload::Unchanged => ui::note(quiet, "bundle unchanged, not uploaded"),
         Upload::Uploaded(up) => ui::note(
@@ -224,6 +239,26 @@ async fn upload(client: &Client, bundle: &Bundle, file: &Path, quiet: bool) -> a
         ),
     }
     Ok(())
+}
+
+/// What to say when the server refuses a bundle for its size: nothing was cut to fit, so
+/// the user decides what to leave out.
+fn too_large(bundle: &Bundle, archive_bytes: u64, error: &ultraplan::api::ApiError) -> String {
+    let mut message = format!(
+        "The bundle of {} is {} compressed, and the server refused it: {error}.\n\
+         Nothing was sent in part. Leave large files out with a .ultraplanignore file at the \
+         repository's root (the syntax of .gitignore; it also leaves out tracked files).",
+        bundle.root.display(),
+        human_bytes(archive_bytes)
+    );
+    if !bundle.largest.is_empty() {
+        message.push_str("\nThe largest files:");
+        for (path, size) in &bundle.largest {
+            let path = ultraplan::sanitize::line(path);
+            message.push_str(&format!("\n  {} ({path})", human_bytes(*size)));
+        }
+    }
+    message
 }
 
 /// `532 B`, `12.4 KB`, `3.1 MB`.

@@ -232,6 +232,7 @@ async fn launch_in_background(env: &Env, prompt: String) -> anyhow::Result<(Stri
         watch: !super::no_watch(),
         quiet: true,
         codec: ultraplan::bundle::Codec::negotiate(&eligibility.accepts_bundle_encodings),
+        resumable: eligibility.resumable_bundle_uploads,
     };
     let launched = launch::run(env, &client, &settings, &request).await?;
     Ok((launched.session.id, launched.session.url))

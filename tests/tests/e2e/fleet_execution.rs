@@ -63,7 +63,10 @@ async fn an_execution_whose_runner_died_starts_over_on_a_fresh_copy() {
     let mut r1 = RunnerProcess::start(&server.base_url, &token, "ci", "r1", 2)
         .await
         .expect("r1");
-    let id = server.demo_session("write DONE.txt").await.expect("session");
+    let id = server
+        .demo_session("write DONE.txt")
+        .await
+        .expect("session");
     let mut seen = Vec::new();
     approve_first_plan(&server, &id, &mut seen).await;
     server

@@ -20,3 +20,4 @@ mod multi_agent;
 mod plan_comments;
 mod poller;
 mod poller_timeouts;
+mod resumable_upload;
