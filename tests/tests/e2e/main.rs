@@ -11,6 +11,7 @@ mod execution_limits;
 mod failover;
 mod faults;
 mod fleet;
+mod fleet_postgres;
 mod flows;
 mod gateway_anthropic;
 mod gateway_openai;
