@@ -201,8 +201,11 @@ async fn postgres_restarted_under_a_fleet_servers_and_runners_reconnect_and_sess
         .expect("session");
     assert!(!plan_seen_by(&front1, &next).await.is_empty());
     assert_log_whole(&front1, &next).await;
+    let links = |r: &RunnerProcess| r.log().matches("linked to the server").count();
     eprintln!(
-        "after the postgres restart:\nfront 1:\n{}\nfront 2:\n{}",
+        "after the postgres restart: links made by r1 {}, r2 {}\nfront 1:\n{}\nfront 2:\n{}",
+        links(&r1),
+        links(&r2),
         problems(&front1),
         problems(&front2)
     );
