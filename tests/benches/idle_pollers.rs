@@ -9,10 +9,16 @@
 //! on SQLite, or on the PostgreSQL that `ULTRAPLAN_BENCH_DATABASE_URL` names.
 //!
 //!   bench/idle_pollers.sh [SESSIONS] [SECONDS] [REVIEW] [ACTIVE]
+//!
+//! With `ULTRAPLAN_BENCH_REPLICAS=N` (`bench/replica_polls.sh`) the sessions are spread over N
+//! `serve --no-local-runner` replicas on the PostgreSQL `ULTRAPLAN_BENCH_DATABASE_URL` names,
+//! and each replica's CPU is reported per poll and per 1,000 polling sessions.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 #[path = "idle_pollers/follow.rs"]
 mod follow;
+#[path = "idle_pollers/replicas.rs"]
+mod replicas;
 
 use std::time::Duration;
 
@@ -57,6 +63,18 @@ fn cpu_seconds(pid: u32) -> f64 {
 async fn main() {
     let sessions = arg(1, 2000) as usize;
     let seconds = arg(2, 30);
+    // `bench/replica_polls.sh`: the sessions spread over server replicas on PostgreSQL.
+    if let Some(replicas) = std::env::var("ULTRAPLAN_BENCH_REPLICAS")
+        .ok()
+        .and_then(|r| r.parse::<usize>().ok())
+        .filter(|r| *r > 0)
+    {
+        let verdict = replicas::bench(replicas, sessions, seconds, arg(4, 10)).await;
+        if verdict != 0 {
+            println!("FAIL: messages were missed");
+        }
+        std::process::exit(i32::from(verdict));
+    }
     let active = sessions * arg(4, 10) as usize / 100;
     let database = std::env::var("ULTRAPLAN_BENCH_DATABASE_URL").ok();
     println!(
@@ -87,9 +105,9 @@ async fn main() {
     let target = (server.base_url.as_str(), server.token.as_str());
     let mut verdict = 0;
     for share in [0, active] {
-        let heads = follow::heads(&http, target.0, target.1, &ids).await;
+        let heads = follow::heads(&http, &[target.0], target.1, &ids).await;
         let cpu_before = cpu_seconds(pid);
-        let run = follow::run(&http, target, &ids, heads, share, seconds).await;
+        let run = follow::run(&http, (&[target.0], target.1), &ids, heads, share, seconds).await;
         let cpu = cpu_seconds(pid) - cpu_before;
         verdict = verdict.max(report(sessions, share, seconds, cpu, &run));
     }
@@ -179,8 +197,8 @@ async fn awaiting_review(sessions: usize, seconds: u64) {
         .build()
         .expect("client");
     let target = (server.base_url.as_str(), server.token.as_str());
-    let heads = follow::heads(&http, target.0, target.1, &ids).await;
-    let all = follow::run(&http, target, &ids, heads, 0, seconds)
+    let heads = follow::heads(&http, &[target.0], target.1, &ids).await;
+    let all = follow::run(&http, (&[target.0], target.1), &ids, heads, 0, seconds)
         .await
         .polls;
     let at = |q: f64| all[((all.len() - 1) as f64 * q).round() as usize];

@@ -1,7 +1,8 @@
 //! Pollers that follow their session the way the client does (`after_id` = the newest event
 //! they have, `include=session`), while a writer posts a message to a share of the sessions
 //! every poll interval: how fast each poll is, and how long each posted event takes to reach
-//! its poller.
+//! its poller. With several server replicas, session `i` is polled through replica `i mod n`
+//! and written to through the next one, so every message crosses replicas.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,10 +23,17 @@ pub struct Run {
     pub lags: Vec<Duration>,
 }
 
-/// Where each session stands: the newest event id its poller has.
-pub async fn heads(http: &reqwest::Client, base: &str, token: &str, ids: &[String]) -> Vec<i64> {
+/// Where each session stands: the newest event id its poller has, read through the replica
+/// that polls it (session `i`: `bases[i mod n]`), as its client's first poll would.
+pub async fn heads(
+    http: &reqwest::Client,
+    bases: &[&str],
+    token: &str,
+    ids: &[String],
+) -> Vec<i64> {
     let mut heads = Vec::with_capacity(ids.len());
-    for id in ids {
+    for (i, id) in ids.iter().enumerate() {
+        let base = bases[i % bases.len()];
         let page = get(
             http,
             &format!("{base}/v1/sessions/{id}/events?after_id=0"),
@@ -38,10 +46,11 @@ pub async fn heads(http: &reqwest::Client, base: &str, token: &str, ids: &[Strin
 }
 
 /// Poll every session every [`POLL_EVERY`] (staggered) for `seconds`, posting a message to
-/// each of the first `active` sessions once per interval; then one last poll each.
+/// each of the first `active` sessions once per interval; then one last poll each. Sessions
+/// are spread over the replicas `bases`.
 pub async fn run(
     http: &reqwest::Client,
-    (base, token): (&str, &str),
+    (bases, token): (&[&str], &str),
     ids: &[String],
     heads: Vec<i64>,
     active: usize,
@@ -55,6 +64,7 @@ pub async fn run(
     let mut tasks = Vec::new();
     for (i, (id, head)) in ids.iter().cloned().zip(heads).enumerate() {
         let start = tokio::time::Instant::now() + stagger * u32::try_from(i).unwrap_or(0);
+        let base = bases[i % bases.len()];
         let ctx = (http.clone(), base.to_owned(), token.to_owned());
         let (seen, polls) = (seen.clone(), polls.clone());
         tasks.push(tokio::spawn(async move {
@@ -83,7 +93,11 @@ pub async fn run(
         }));
     }
     let writer = tokio::spawn(write(
-        (http.clone(), base.to_owned(), token.to_owned()),
+        (
+            http.clone(),
+            bases.iter().map(|b| (*b).to_owned()).collect(),
+            token.to_owned(),
+        ),
         ids[..active.min(ids.len())].to_vec(),
         posted.clone(),
         deadline,
@@ -110,9 +124,10 @@ pub async fn run(
 }
 
 /// One message to each active session per interval (staggered) until `deadline` minus one
-/// interval, so every message has a poll left to be seen in; how many were posted.
+/// interval, so every message has a poll left to be seen in; how many were posted. Session
+/// `i`'s messages go through replica `i + 1` (mod n), not the one that polls it.
 async fn write(
-    (http, base, token): (reqwest::Client, String, String),
+    (http, bases, token): (reqwest::Client, Vec<String>, String),
     active: Vec<String>,
     posted: Arc<Mutex<HashMap<(usize, i64), Instant>>>,
     deadline: Instant,
@@ -131,6 +146,7 @@ async fn write(
             let body = json!({"events": [
                 {"type": "user", "message": {"role": "user", "content": format!("note {round}")}}
             ]});
+            let base = &bases[(i + 1) % bases.len()];
             let response = http
                 .post(format!("{base}/v1/sessions/{id}/events"))
                 .bearer_auth(&token)

@@ -19,10 +19,11 @@ use ultraplan_tests::s3::S3Server;
 use crate::faults::assert_log_whole;
 use crate::poller::Terminal;
 
-/// HAProxy in front of the replicas, in the foreground; stopped on drop.
-struct Proxy {
+/// HAProxy in front of the replicas, in the foreground; stopped on drop. Every response
+/// names the front that served it (`x-ultraplan-front: f<index>`).
+pub(super) struct Proxy {
     _child: tokio::process::Child,
-    url: String,
+    pub(super) url: String,
     _dir: tempfile::TempDir,
 }
 
@@ -31,7 +32,7 @@ fn port_of(base_url: &str) -> &str {
 }
 
 impl Proxy {
-    async fn start(fronts: &[&ServerProcess]) -> Proxy {
+    pub(super) async fn start(fronts: &[&ServerProcess]) -> Proxy {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -45,7 +46,8 @@ impl Proxy {
         let config = format!(
             "defaults\n  mode http\n  timeout connect 2s\n  timeout client 5m\n  timeout server 5m\n  \
              timeout tunnel 1h\n  option redispatch\n  retries 3\n\
-             frontend web\n  bind 127.0.0.1:{port}\n  default_backend fronts\n\
+             frontend web\n  bind 127.0.0.1:{port}\n  default_backend fronts\n  \
+             http-response set-header x-ultraplan-front %[srv_name]\n\
              backend fronts\n  balance roundrobin\n  option httpchk GET /healthz\n  \
              default-server inter 300ms fall 2 rise 2\n{servers}"
         );

@@ -71,7 +71,10 @@ fn now_ms() -> i64 {
 
 /// Each session's agents in one runner's ledger, as (start, end) spans; an agent with no end
 /// yet lives until `open_until` (when its runner was killed, or forever for a live one).
-fn agents_by_session(ledger: &[LedgerEntry], open_until: i64) -> BTreeMap<String, Vec<(i64, i64)>> {
+pub(super) fn agents_by_session(
+    ledger: &[LedgerEntry],
+    open_until: i64,
+) -> BTreeMap<String, Vec<(i64, i64)>> {
     let mut open: BTreeMap<(String, i64), i64> = BTreeMap::new();
     let mut out: BTreeMap<String, Vec<(i64, i64)>> = BTreeMap::new();
     for entry in ledger {
@@ -98,7 +101,7 @@ fn agents_by_session(ledger: &[LedgerEntry], open_until: i64) -> BTreeMap<String
 }
 
 /// No two agents of one session were alive at once, across every runner's ledger.
-fn assert_never_two_agents(ledgers: &[BTreeMap<String, Vec<(i64, i64)>>]) {
+pub(super) fn assert_never_two_agents(ledgers: &[BTreeMap<String, Vec<(i64, i64)>>]) {
     let mut all: BTreeMap<&String, Vec<(i64, i64)>> = BTreeMap::new();
     for ledger in ledgers {
         for (session, spans) in ledger {
