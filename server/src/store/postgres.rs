@@ -39,7 +39,9 @@ impl PostgresStore {
         listener.listen(CHANNEL).await?;
         Ok(Changes {
             listener,
+            pool: self.pool.clone(),
             origin: self.origin.clone(),
+            broken: false,
         })
     }
 }
@@ -90,15 +92,29 @@ pub enum Change {
 /// (`<origin> <session id>`; this process's own announcements are skipped).
 pub struct Changes {
     listener: sqlx::postgres::PgListener,
+    pool: sqlx::PgPool,
     origin: String,
+    /// The listener failed: the next call listens on a fresh connection first.
+    broken: bool,
 }
 
 impl Changes {
-    /// The next change another process made; reconnects by itself when the connection drops
-    /// (and then says [`Change::Missed`]). An error means the database cannot be reached now.
+    /// The next change another process made. When the connection drops, or the database
+    /// could not be reached, the next call listens on a fresh connection and says
+    /// [`Change::Missed`] only once it listens again, so nothing announced after that is
+    /// lost. An error means the database cannot be reached now.
     pub async fn next(&mut self) -> StoreResult<Change> {
+        if self.broken {
+            let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool).await?;
+            listener.listen(CHANNEL).await?;
+            self.listener = listener;
+            self.broken = false;
+            return Ok(Change::Missed);
+        }
         loop {
-            let Some(notification) = self.listener.try_recv().await? else {
+            let received = self.listener.try_recv().await;
+            let received = received.inspect_err(|_| self.broken = true)?;
+            let Some(notification) = received else {
                 return Ok(Change::Missed);
             };
             if let Some(change) = change_of(notification.payload(), &self.origin) {
