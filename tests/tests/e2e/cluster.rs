@@ -130,42 +130,97 @@ fn planner() -> Script {
     })
 }
 
+/// The cluster: PostgreSQL, the S3 store, two fronts behind HAProxy with `model_env`, and
+/// three runners of capacity 2 linked through the proxy.
+struct Cluster {
+    front1: ServerProcess,
+    front2: ServerProcess,
+    proxy: Proxy,
+    runners: Vec<RunnerProcess>,
+    _pg: Postgres,
+    _s3: S3Server,
+}
+
+impl Cluster {
+    async fn start(model_env: &[(&str, &str)]) -> Cluster {
+        let pg = Postgres::launch().await.expect("postgres");
+        let s3 = S3Server::launch("ultraplan-cluster").await.expect("s3s-fs");
+        let mut env: Vec<(String, String)> = s3.server_env("cluster");
+        for (key, value) in [
+            ("DATABASE_URL", pg.url.as_str()),
+            ("ULTRAPLAN_LOCAL_RUNNER", "off"),
+            ("ULTRAPLAN_LEASE_SECONDS", "4"),
+            ("ULTRAPLAN_PARK_AFTER_SECONDS", "1"),
+        ]
+        .iter()
+        .chain(model_env)
+        {
+            env.push(((*key).to_owned(), (*value).to_owned()));
+        }
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let front1 = ServerProcess::start(&env).await.expect("front 1");
+        let front2 = ServerProcess::start_replica(&env, &front1.token)
+            .await
+            .expect("front 2");
+        let proxy = Proxy::start(&[&front1, &front2]).await;
+        let token = runner_token(&front1, "fleet").await.expect("runner token");
+        let mut runners = Vec::new();
+        for name in ["r1", "r2", "r3"] {
+            let runner = RunnerProcess::start(&proxy.url, &token, "fleet", name, 2)
+                .await
+                .expect("runner");
+            runners.push(runner);
+        }
+        Cluster {
+            front1,
+            front2,
+            proxy,
+            runners,
+            _pg: pg,
+            _s3: s3,
+        }
+    }
+
+    /// Twelve sessions launched by the real client through the proxy, each at its plan.
+    async fn twelve_planned(&self) -> Vec<String> {
+        let term = Terminal::new(&self.proxy.url, &self.front1.token);
+        let ids: Vec<String> = (0..12).map(|_| term.launch()).collect();
+        wait_all_planned(&self.proxy, &self.front1.token, &ids).await;
+        for id in &ids {
+            let events = assert_log_whole(&self.front2, id).await;
+            assert!(
+                events.iter().any(|e| plan_call(e).is_some()),
+                "{id} planned"
+            );
+        }
+        ids
+    }
+}
+
+#[tokio::test]
+async fn twelve_sessions_plan_on_the_offline_planner_through_a_proxy_on_three_runners() {
+    let cluster = Cluster::start(&[("ULTRAPLAN_MODEL", "offline")]).await;
+    cluster.twelve_planned().await;
+}
+
 #[tokio::test]
 async fn twelve_sessions_through_a_proxy_on_three_runners_survive_losing_a_replica() {
     let fake = FakeAnthropic::start(planner()).await;
-    let pg = Postgres::launch().await.expect("postgres");
-    let s3 = S3Server::launch("ultraplan-cluster").await.expect("s3s-fs");
     let fake_url = fake.base_url();
-    let mut env: Vec<(String, String)> = s3.server_env("cluster");
-    for (key, value) in [
-        ("DATABASE_URL", pg.url.as_str()),
-        ("ULTRAPLAN_LOCAL_RUNNER", "off"),
+    let cluster = Cluster::start(&[
         ("ULTRAPLAN_MODEL", "anthropic:claude-test-1"),
         ("ANTHROPIC_API_KEY", FAKE_ANTHROPIC_KEY),
         ("ANTHROPIC_BASE_URL", fake_url.as_str()),
-        ("ULTRAPLAN_LEASE_SECONDS", "4"),
-        ("ULTRAPLAN_PARK_AFTER_SECONDS", "1"),
-    ] {
-        env.push((key.to_owned(), value.to_owned()));
-    }
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let mut front1 = ServerProcess::start(&env).await.expect("front 1");
-    let front2 = ServerProcess::start_replica(&env, &front1.token)
-        .await
-        .expect("front 2");
-    let proxy = Proxy::start(&[&front1, &front2]).await;
-    let token = runner_token(&front1, "fleet").await.expect("runner token");
-    let mut runners = Vec::new();
-    for name in ["r1", "r2", "r3"] {
-        let runner = RunnerProcess::start(&proxy.url, &token, "fleet", name, 2)
-            .await
-            .expect("runner");
-        runners.push(runner);
-    }
-
-    let term = Terminal::new(&proxy.url, &front1.token);
-    let ids: Vec<String> = (0..12).map(|_| term.launch()).collect();
-    wait_all_planned(&proxy, &front1.token, &ids).await;
+    ])
+    .await;
+    let ids = cluster.twelve_planned().await;
+    let Cluster {
+        mut front1,
+        front2,
+        proxy,
+        runners,
+        ..
+    } = cluster;
 
     front1.kill9().await.expect("kill -9 a replica");
     // The runners linked to it redial through the proxy; a decision posted through the proxy

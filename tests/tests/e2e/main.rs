@@ -13,6 +13,7 @@ mod faults;
 mod fleet;
 mod fleet_execution;
 mod fleet_postgres;
+mod fleet_replicas;
 mod flows;
 mod gateway_anthropic;
 mod gateway_openai;
