@@ -1,14 +1,15 @@
-//! The real client uploads a large repository through a link that drops mid-upload: the
-//! server keeps what arrived, the client asks where the upload stands and sends only the
-//! rest, and the session plans over the bundle. `bench/resume_upload.sh` runs this with a
-//! 200 MB repository (`ULTRAPLAN_RESUME_MB`).
+//! Large repositories and the real client. An upload through a link that drops mid-way
+//! resumes: the server keeps what arrived, the client asks where the upload stands and sends
+//! only the rest, and the session plans over the bundle (`bench/resume_upload.sh` runs this
+//! with a 200 MB repository, `ULTRAPLAN_RESUME_MB`). A bundle over the server's limit is
+//! refused whole with the largest files named, and `.ultraplanignore` leaves them out.
 
 use std::io::Write;
 
 use serde_json::{Value, json};
 use ultraplan_tests::cut_proxy::CutOnceProxy;
 use ultraplan_tests::fake_models::{Reply, Script};
-use ultraplan_tests::harness::plan_call;
+use ultraplan_tests::harness::{ServerProcess, plan_call};
 
 use super::poller::{Terminal, server_with, text};
 
@@ -120,4 +121,46 @@ async fn an_upload_cut_halfway_resumes_and_resends_little() {
         .wait_for(id, &mut seen, |e| plan_call(e).is_some())
         .await
         .expect("a plan over the resumed bundle");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bundle_over_the_limit_is_refused_whole_until_ultraplanignore_leaves_data_out() {
+    let server = ServerProcess::start(&[
+        ("ULTRAPLAN_MODEL", "offline"),
+        ("ULTRAPLAN_MAX_BUNDLE_BYTES", "1048576"),
+    ])
+    .await
+    .expect("server");
+    let term = Terminal::new(&server.base_url, &server.token);
+    add_noise(&term, 3);
+    let launch = [
+        "launch",
+        "--yes",
+        "--json",
+        "--no-watch",
+        "ultraplan keep the data",
+    ];
+    let refused = term.run(&launch);
+    assert!(!refused.status.success(), "{}", text(&refused));
+    let said = text(&refused);
+    for needle in ["refused", ".ultraplanignore", "data.bin", "3.0 MB"] {
+        assert!(said.contains(needle), "no {needle:?} in:\n{said}");
+    }
+    let (_, sessions) = server.get("/v1/sessions").await.expect("sessions");
+    assert_eq!(sessions["data"], json!([]), "nothing was launched");
+
+    std::fs::write(term.repo.join(".ultraplanignore"), "# large data\n*.bin\n").expect("write");
+    let out = term.run(&launch);
+    assert!(out.status.success(), "{}", text(&out));
+    let session: Value = serde_json::from_slice(&out.stdout).expect("session json");
+    let tree = server
+        .data_dir
+        .join("bundles")
+        .join(session["bundle_id"].as_str().expect("bundle_id"));
+    assert!(tree.join("src/auth.rs").is_file(), "the code went");
+    assert!(tree.join(".ultraplanignore").is_file());
+    assert!(
+        !tree.join("data.bin").exists(),
+        "the tracked data file stayed out"
+    );
 }
