@@ -9,9 +9,11 @@
 //!
 //! Everything here is blocking; call it from `tokio::task::spawn_blocking`.
 
+use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use crate::BundleEncoding;
@@ -54,6 +56,27 @@ fn io_error(context: &'static str) -> impl FnOnce(io::Error) -> PartialError {
     move |source| PartialError::Io { context, source }
 }
 
+/// The partial uploads a request of this process is writing.
+fn busy() -> MutexGuard<'static, HashSet<PathBuf>> {
+    static BUSY: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
+    BUSY.get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The right to write one partial upload: one request at a time appends to it. Released on
+/// drop, so move it into the blocking task that writes, which may outlive its request.
+#[derive(Debug)]
+pub struct Held {
+    key: PathBuf,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        busy().remove(&self.key);
+    }
+}
+
 /// One owner's partial upload of one bundle. `owner` and `sha` must be plain ids (the caller
 /// checks: a user id and a valid sha256); they name files.
 #[derive(Debug, Clone)]
@@ -69,6 +92,14 @@ impl Partial {
             part: dir.join(format!("{sha}.part")),
             meta: dir.join(format!("{sha}.meta")),
         }
+    }
+
+    /// Take the right to write this upload, unless another request holds it.
+    pub fn try_hold(&self) -> Option<Held> {
+        let key = self.part.clone();
+        // Built only once inserted: a `Held` dropped while the set is locked would deadlock.
+        let inserted = busy().insert(key.clone());
+        inserted.then(|| Held { key })
     }
 
     /// Where the received bytes are.

@@ -131,3 +131,18 @@ fn sweeping_removes_only_uploads_untouched_past_their_time() {
     assert_eq!(old.state().unwrap(), None);
     assert_eq!(fresh.state().unwrap(), Some(at(4, 10)));
 }
+
+#[test]
+fn one_request_at_a_time_writes_an_upload() {
+    let root = tempfile::tempdir().unwrap();
+    let partial = Partial::new(root.path(), "u1", SHA);
+    let other = Partial::new(root.path(), "u2", SHA);
+    let held = partial.try_hold().expect("free");
+    assert!(partial.try_hold().is_none(), "held");
+    assert!(
+        other.try_hold().is_some(),
+        "another owner's upload is another lock"
+    );
+    drop(held);
+    assert!(partial.try_hold().is_some(), "released on drop");
+}

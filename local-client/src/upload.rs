@@ -164,11 +164,15 @@ fn resume_from(held: Option<(u64, u64)>, length: u64) -> u64 {
 }
 
 /// A failure another try can get past: no answer (a cut connection), the server's trouble,
-/// a rate limit, a body cut off for slowness, or an offset that moved under us.
+/// a rate limit, a body cut off for slowness, an offset that moved under us, or a request of
+/// ours (a cut one) the server is still finishing.
 fn worth_retrying(error: &ApiError) -> bool {
     error.is_transient()
         || matches!(error.status(), Some(408))
-        || error.code() == Some("upload_offset_mismatch")
+        || matches!(
+            error.code(),
+            Some("upload_offset_mismatch" | "upload_in_progress")
+        )
 }
 
 /// 0.5 s, 1 s, 2 s, … up to 8 s.
@@ -219,6 +223,7 @@ mod tests {
             ),
             (rejected(408, "upload_too_slow"), true),
             (rejected(409, "upload_offset_mismatch"), true),
+            (rejected(409, "upload_in_progress"), true),
             (rejected(429, "rate_limited"), true),
             (rejected(409, "upload_conflict"), false),
             (rejected(413, "payload_too_large"), false),

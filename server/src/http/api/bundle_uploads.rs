@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::TryStreamExt;
 use tokio_util::io::{StreamReader, SyncIoBridge};
-use ultraplan_bundle::partial::{Partial, PartialError, PartialState};
+use ultraplan_bundle::partial::{Held, Partial, PartialError, PartialState};
 use ultraplan_bundle::{self as bundles, BundleEncoding, BundleStats};
 
 use super::bundles::{check_headers, check_sha, keep};
@@ -49,6 +49,7 @@ fn number(value: u64) -> HeaderValue {
 /// 200 with `Upload-Offset` and `Upload-Length` while the caller has an upload of this
 /// bundle in progress on this server, else 404 (start at 0).
 #[utoipa::path(head, path = "/v1/bundles/{sha256}/upload", tag = "bundles",
+    operation_id = "head_bundle_upload",
     params(("sha256" = String, Path, description = "sha256 of the .tar.gz or .tar.zst")),
     responses((status = 200, description = "in progress: `Upload-Offset` bytes of \
         `Upload-Length` are held"), (status = 404, description = "no upload in progress")),
@@ -60,6 +61,9 @@ pub async fn head(
 ) -> ApiResult<Response> {
     check_sha(&sha)?;
     let partial = partial_of(&state, &user, &sha)?;
+    // Answer once a request still writing it is done (say a cut one), so the offset is
+    // settled; past the wait, the offset as it stands.
+    let _held = hold(&partial).await;
     let found = tokio::task::spawn_blocking(move || partial.state())
         .await
         .map_err(|e| ApiError::Internal(format!("upload task failed: {e}")))?
@@ -84,6 +88,7 @@ pub async fn head(
 /// request at another offset than the server holds is refused with 409
 /// `upload_offset_mismatch` and the held offset in `Upload-Offset`.
 #[utoipa::path(patch, path = "/v1/bundles/{sha256}/upload", tag = "bundles",
+    operation_id = "patch_bundle_upload",
     params(("sha256" = String, Path, description = "sha256 of the .tar.gz or .tar.zst"),
         ("Upload-Offset" = u64, Header, description = "where this body starts"),
         ("Upload-Length" = u64, Header, description = "the whole archive's length")),
@@ -91,8 +96,9 @@ pub async fn head(
     responses((status = 200, body = ultraplan_protocol::api::BundleUploaded),
         (status = 204, description = "kept; `Upload-Offset` bytes are held"),
         (status = 400, body = ultraplan_protocol::api::ErrorBody),
-        (status = 409, description = "`upload_offset_mismatch` (see `Upload-Offset`) or \
-            `upload_conflict` (another length or encoding than the upload started with)",
+        (status = 409, description = "`upload_offset_mismatch` (see `Upload-Offset`), \
+            `upload_conflict` (another length or encoding than the upload started with) or \
+            `upload_in_progress` (another request still sends it)",
             body = ultraplan_protocol::api::ErrorBody),
         (status = 413, body = ultraplan_protocol::api::ErrorBody),
         (status = 429, body = ultraplan_protocol::api::ErrorBody),
@@ -112,7 +118,14 @@ pub async fn patch(
         crate::retention::Quota::check(&state.core, &user.id, &sha, Some(wanted.length)).await?;
     let _slot = state.rate_limiters.uploads.acquire(&user.id).await?;
     let partial = partial_of(&state, &user, &sha)?;
-    let offset = match append(partial.clone(), wanted, body).await? {
+    let Some(held) = hold(&partial).await else {
+        return Err(ApiError::conflict(
+            "upload_in_progress",
+            "another request is still sending this upload; ask where it stands and go on",
+        ));
+    };
+    let (appended, held) = append(partial.clone(), held, wanted, body).await?;
+    let offset = match appended {
         Ok(offset) => offset,
         Err(PartialError::OffsetMismatch { current, requested }) => {
             return Ok(offset_mismatch(current, requested));
@@ -122,8 +135,7 @@ pub async fn patch(
     if offset < wanted.length {
         return Ok((StatusCode::NO_CONTENT, [(UPLOAD_OFFSET, number(offset))]).into_response());
     }
-    let stats = ingest_finished(&state, &partial, &sha, wanted.encoding).await;
-    partial.remove();
+    let stats = ingest_finished(&state, partial, held, &sha, wanted.encoding).await;
     Ok(Json(keep(&state, &user, quota, stats?).await?).into_response())
 }
 
@@ -165,40 +177,61 @@ fn declared(state: &AppState, headers: &HeaderMap) -> ApiResult<PartialState> {
     })
 }
 
-/// Append the body; the inner error is the partial upload's refusal.
+/// How long a request waits for another one writing the same upload.
+const HOLD_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The right to write `partial`, waiting (bounded) for a request that holds it.
+async fn hold(partial: &Partial) -> Option<Held> {
+    let deadline = tokio::time::Instant::now() + HOLD_WAIT;
+    loop {
+        if let Some(held) = partial.try_hold() {
+            return Some(held);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Append the body; the inner error is the partial upload's refusal. `held` goes with the
+/// writing task and comes back: the upload stays held until the write is over, even if the
+/// request is gone meanwhile.
 async fn append(
     partial: Partial,
+    held: Held,
     wanted: PartialState,
     body: Body,
-) -> ApiResult<Result<u64, PartialError>> {
+) -> ApiResult<(Result<u64, PartialError>, Held)> {
     let stream = body.into_data_stream().map_err(std::io::Error::other);
     let reader = SyncIoBridge::new(StreamReader::new(stream));
-    tokio::task::spawn_blocking(move || partial.append(wanted, reader))
+    tokio::task::spawn_blocking(move || (partial.append(wanted, reader), held))
         .await
         .map_err(|e| ApiError::Internal(format!("upload task failed: {e}")))
 }
 
-/// Validate and unpack the finished archive, as a `PUT` of it would.
+/// Validate and unpack the finished archive, as a `PUT` of it would, then forget the partial
+/// upload (accepted or not), still holding it.
 async fn ingest_finished(
     state: &AppState,
-    partial: &Partial,
+    partial: Partial,
+    held: Held,
     sha: &str,
     encoding: Option<BundleEncoding>,
 ) -> ApiResult<BundleStats> {
-    let path = partial.path().to_owned();
     let root = state.core.config.bundles_dir();
     let limits = state.core.config.bundle_limits.clone();
     let sha = sha.to_owned();
     tokio::task::spawn_blocking(move || {
-        let file =
-            std::fs::File::open(&path).map_err(|e| bundles::BundleError::io("reading", e))?;
-        bundles::ingest_bundle_as(
-            std::io::BufReader::new(file),
-            encoding,
-            &sha,
-            &root,
-            &limits,
-        )
+        let _held = held;
+        let ingested = std::fs::File::open(partial.path())
+            .map_err(|e| bundles::BundleError::io("reading", e))
+            .and_then(|file| {
+                let reader = std::io::BufReader::new(file);
+                bundles::ingest_bundle_as(reader, encoding, &sha, &root, &limits)
+            });
+        partial.remove();
+        ingested
     })
     .await
     .map_err(|e| ApiError::Internal(format!("bundle task failed: {e}")))?

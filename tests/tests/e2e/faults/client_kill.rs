@@ -1,6 +1,8 @@
 //! The real `ultraplan launch` killed with SIGKILL half way through its bundle upload. A proxy
-//! paces the upload so the kill lands mid-body: the server must keep nothing of it (no staged
-//! files, no bundle, no session), go on serving, and take a fresh launch of the same repository.
+//! paces the upload so the kill lands mid-body. The bundle is large, so it goes as a resumable
+//! upload: the server keeps the bytes that arrived as its owner's partial upload and nothing
+//! else (no staged files, no bundle, no session), goes on serving, and a fresh launch of the
+//! same repository sends only the rest.
 
 use std::path::Path;
 use std::time::Duration;
@@ -75,7 +77,7 @@ fn big_repo(term: &Terminal) {
 
 // The proxy runs on the test's runtime while the test waits on the client: two threads.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_real_client_killed_mid_upload_leaves_nothing_behind() {
+async fn the_real_client_killed_mid_upload_leaves_only_its_partial_upload_and_resumes() {
     let server = ServerProcess::start(&[
         ("ULTRAPLAN_RUNNER", "bwrap"),
         ("ULTRAPLAN_MODEL", "offline"),
@@ -119,12 +121,22 @@ async fn the_real_client_killed_mid_upload_leaves_nothing_behind() {
     // What the dead client's kernel still held is delivered, then the connection ends.
     proxy.set_rate(u64::MAX);
 
+    let partial_only = || {
+        let left = leftovers(&bundles);
+        !left.is_empty() && left.iter().all(|f| f.contains("/.partial/"))
+    };
     eventually(
-        "the half upload's files and staging going away",
-        || leftovers(&bundles).is_empty() && staging_dirs(&bundles).is_empty(),
+        "everything but the partial upload going away",
+        || partial_only() && staging_dirs(&bundles).is_empty(),
         Duration::from_secs(60),
     )
     .await;
+    let kept: u64 = leftovers(&bundles)
+        .iter()
+        .filter(|f| f.ends_with(".part"))
+        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
+        .sum();
+    assert!(kept > 0, "the bytes that arrived are kept for the resume");
     let sent = proxy.uploaded();
     eprintln!("killed at {at_kill} upload bytes through the proxy; {sent} once drained");
     let (code, list) = server.get("/v1/sessions").await.expect("sessions");
@@ -135,19 +147,29 @@ async fn the_real_client_killed_mid_upload_leaves_nothing_behind() {
         .expect("healthz");
     assert!(health.status().is_success(), "the server still serves");
 
-    // A fresh launch uploads the whole bundle again (nothing of the half was kept) and plans.
+    // A fresh launch sends only what the server lacks, and plans.
     let out = term.run(&launch);
     assert!(out.status.success(), "{}", text(&out));
-    let whole = proxy.uploaded() - sent;
-    eprintln!("the fresh launch sent {whole} bytes");
-    assert!(
-        sent < whole,
-        "the killed client got only part of the bundle to the server: {sent} of {whole}"
-    );
+    let rest = proxy.uploaded() - sent;
     let session: serde_json::Value = serde_json::from_slice(&out.stdout).expect("session json");
     let id = session["id"].as_str().expect("id");
     let resource = server.session(id).await.expect("session");
     let sha = resource["bundle_id"].as_str().expect("bundle_id");
+    let archive = std::fs::metadata(bundles.join(format!("{sha}.tar.zst")))
+        .expect("the archive is stored")
+        .len();
+    eprintln!("the fresh launch sent {rest} bytes; {kept} of the {archive} were kept");
+    assert!(
+        rest < archive - kept + 64 * 1024,
+        "the fresh launch sent {rest} bytes for the {} the server lacked",
+        archive - kept
+    );
+    assert!(
+        leftovers(&bundles)
+            .iter()
+            .all(|f| !f.contains("/.partial/")),
+        "the finished upload's partial is gone"
+    );
     let head = reqwest::Client::new()
         .head(format!("{}/v1/bundles/{sha}", server.base_url))
         .bearer_auth(&server.token)
