@@ -29,6 +29,15 @@ pub(super) struct Terminal {
     token: String,
 }
 
+fn git(repo: &std::path::Path, args: &[&str]) {
+    let ok = std::process::Command::new("git")
+        .args(args)
+        .current_dir(repo)
+        .status()
+        .expect("git");
+    assert!(ok.success(), "git {args:?}");
+}
+
 impl Terminal {
     pub(super) fn new(server_url: &str, token: &str) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -40,33 +49,26 @@ impl Terminal {
             "pub fn login(user: &str) -> bool {\n    !user.is_empty()\n}\n",
         )
         .expect("write");
-        for args in [
-            &["init", "-q", "-b", "main"][..],
-            &["add", "-A"],
-            &[
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@e",
-                "commit",
-                "-qm",
-                "base",
-            ],
-        ] {
-            let ok = std::process::Command::new("git")
-                .args(args)
-                .current_dir(&repo)
-                .status()
-                .expect("git");
-            assert!(ok.success(), "git {args:?}");
-        }
-        Terminal {
+        git(&repo, &["init", "-q", "-b", "main"]);
+        let terminal = Terminal {
             _dir: dir,
             home,
             repo,
             server_url: server_url.to_owned(),
             token: token.to_owned(),
-        }
+        };
+        terminal.commit_all("base");
+        terminal
+    }
+
+    /// Commit everything in the repository.
+    pub(super) fn commit_all(&self, message: &str) {
+        git(&self.repo, &["add", "-A"]);
+        let identity = ["-c", "user.name=t", "-c", "user.email=t@e"];
+        git(
+            &self.repo,
+            &[&identity[..], &["commit", "-qm", message]].concat(),
+        );
     }
 
     pub(super) fn run(&self, args: &[&str]) -> Output {

@@ -31,25 +31,7 @@ fn add_noise(term: &Terminal, megabytes: usize) {
         }
         file.write_all(&block).expect("write");
     }
-    for args in [
-        &["add", "-A"][..],
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@e",
-            "commit",
-            "-qm",
-            "data",
-        ],
-    ] {
-        let ok = std::process::Command::new("git")
-            .args(args)
-            .current_dir(&term.repo)
-            .status()
-            .expect("git");
-        assert!(ok.success(), "git {args:?}");
-    }
+    term.commit_all("data");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -54,25 +54,7 @@ fn big_repo(term: &Terminal) {
     let repo = &term.repo;
     std::fs::create_dir_all(repo.join("assets")).expect("assets");
     std::fs::write(repo.join("assets/blob.txt"), noise(16 * 1024 * 1024)).expect("blob");
-    for args in [
-        &["add", "-A"][..],
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@e",
-            "commit",
-            "-qm",
-            "blob",
-        ],
-    ] {
-        let ok = std::process::Command::new("git")
-            .args(args)
-            .current_dir(repo)
-            .status()
-            .expect("git");
-        assert!(ok.success(), "git {args:?}");
-    }
+    term.commit_all("blob");
 }
 
 // The proxy runs on the test's runtime while the test waits on the client: two threads.
