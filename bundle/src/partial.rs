@@ -77,8 +77,7 @@ impl Drop for Held {
     }
 }
 
-/// One owner's partial upload of one bundle. `owner` and `sha` must be plain ids (the caller
-/// checks: a user id and a valid sha256); they name files.
+/// One owner's partial upload of one bundle.
 #[derive(Debug, Clone)]
 pub struct Partial {
     part: PathBuf,
@@ -86,12 +85,17 @@ pub struct Partial {
 }
 
 impl Partial {
-    pub fn new(store_root: &Path, owner: &str, sha: &str) -> Self {
+    /// The upload `owner` makes of `sha`; `None` unless both are plain ids (1–64 letters,
+    /// digits, `-` or `_`), since they name a directory and files.
+    pub fn new(store_root: &Path, owner: &str, sha: &str) -> Option<Self> {
+        if !is_plain(owner) || !is_plain(sha) {
+            return None;
+        }
         let dir = store_root.join(".partial").join(owner);
-        Partial {
+        Some(Partial {
             part: dir.join(format!("{sha}.part")),
             meta: dir.join(format!("{sha}.meta")),
-        }
+        })
     }
 
     /// Take the right to write this upload, unless another request holds it.
@@ -205,6 +209,13 @@ impl Partial {
             }
         }
     }
+}
+
+fn is_plain(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 fn encoding_name(encoding: Option<BundleEncoding>) -> &'static str {

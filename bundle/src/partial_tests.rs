@@ -31,7 +31,7 @@ fn at(offset: u64, length: u64) -> PartialState {
 #[test]
 fn bytes_before_a_cut_are_kept_and_the_upload_continues_from_them() {
     let root = tempfile::tempdir().unwrap();
-    let partial = Partial::new(root.path(), "u1", SHA);
+    let partial = Partial::new(root.path(), "u1", SHA).expect("plain ids");
     assert_eq!(partial.state().unwrap(), None);
     let cut = partial.append(at(0, 10), CutAfter(b"abcd"));
     assert!(matches!(cut, Err(PartialError::Io { .. })), "{cut:?}");
@@ -46,7 +46,7 @@ fn bytes_before_a_cut_are_kept_and_the_upload_continues_from_them() {
 #[test]
 fn requests_that_do_not_fit_the_upload_are_refused_and_change_nothing() {
     let root = tempfile::tempdir().unwrap();
-    let partial = Partial::new(root.path(), "u1", SHA);
+    let partial = Partial::new(root.path(), "u1", SHA).expect("plain ids");
     partial.append(at(0, 10), &b"abcd"[..]).unwrap();
     let gzip = PartialState {
         encoding: Some(BundleEncoding::Gzip),
@@ -74,7 +74,7 @@ fn requests_that_do_not_fit_the_upload_are_refused_and_change_nothing() {
 #[test]
 fn a_body_past_the_declared_length_is_refused_and_the_upload_dropped() {
     let root = tempfile::tempdir().unwrap();
-    let partial = Partial::new(root.path(), "u1", SHA);
+    let partial = Partial::new(root.path(), "u1", SHA).expect("plain ids");
     let long = partial.append(at(0, 4), &b"abcdef"[..]);
     assert!(matches!(long, Err(PartialError::TooLong(4))), "{long:?}");
     assert_eq!(partial.state().unwrap(), None);
@@ -83,7 +83,7 @@ fn a_body_past_the_declared_length_is_refused_and_the_upload_dropped() {
 #[test]
 fn starting_over_replaces_an_upload_declared_otherwise() {
     let root = tempfile::tempdir().unwrap();
-    let partial = Partial::new(root.path(), "u1", SHA);
+    let partial = Partial::new(root.path(), "u1", SHA).expect("plain ids");
     partial.append(at(0, 10), &b"abcd"[..]).unwrap();
     assert_eq!(partial.append(at(0, 6), &b"xyz"[..]).unwrap(), 3);
     assert_eq!(partial.state().unwrap(), Some(at(3, 6)));
@@ -94,15 +94,22 @@ fn starting_over_replaces_an_upload_declared_otherwise() {
 fn owners_never_see_each_others_uploads() {
     let root = tempfile::tempdir().unwrap();
     Partial::new(root.path(), "u1", SHA)
+        .expect("plain ids")
         .append(at(0, 10), &b"abcd"[..])
         .unwrap();
-    assert_eq!(Partial::new(root.path(), "u2", SHA).state().unwrap(), None);
+    assert_eq!(
+        Partial::new(root.path(), "u2", SHA)
+            .expect("plain ids")
+            .state()
+            .unwrap(),
+        None
+    );
 }
 
 #[test]
 fn a_torn_record_starts_the_upload_again() {
     let root = tempfile::tempdir().unwrap();
-    let partial = Partial::new(root.path(), "u1", SHA);
+    let partial = Partial::new(root.path(), "u1", SHA).expect("plain ids");
     partial.append(at(0, 10), &b"abcd"[..]).unwrap();
     for torn in ["", "10", "ten zstd", "10 brotli", "10 zstd extra"] {
         fs::write(&partial.meta, torn).unwrap();
@@ -114,8 +121,8 @@ fn a_torn_record_starts_the_upload_again() {
 #[test]
 fn sweeping_removes_only_uploads_untouched_past_their_time() {
     let root = tempfile::tempdir().unwrap();
-    let old = Partial::new(root.path(), "u1", "old");
-    let fresh = Partial::new(root.path(), "u1", "fresh");
+    let old = Partial::new(root.path(), "u1", "old").expect("plain ids");
+    let fresh = Partial::new(root.path(), "u1", "fresh").expect("plain ids");
     old.append(at(0, 10), &b"abcd"[..]).unwrap();
     fresh.append(at(0, 10), &b"abcd"[..]).unwrap();
     let long_ago = SystemTime::now() - Duration::from_secs(2 * 24 * 60 * 60);
@@ -135,8 +142,8 @@ fn sweeping_removes_only_uploads_untouched_past_their_time() {
 #[test]
 fn one_request_at_a_time_writes_an_upload() {
     let root = tempfile::tempdir().unwrap();
-    let partial = Partial::new(root.path(), "u1", SHA);
-    let other = Partial::new(root.path(), "u2", SHA);
+    let partial = Partial::new(root.path(), "u1", SHA).expect("plain ids");
+    let other = Partial::new(root.path(), "u2", SHA).expect("plain ids");
     let held = partial.try_hold().expect("free");
     assert!(partial.try_hold().is_none(), "held");
     assert!(
@@ -145,4 +152,21 @@ fn one_request_at_a_time_writes_an_upload() {
     );
     drop(held);
     assert!(partial.try_hold().is_some(), "released on drop");
+}
+
+#[test]
+fn ids_that_are_not_plain_name_no_upload() {
+    let root = tempfile::tempdir().unwrap();
+    for (owner, sha) in [
+        ("", "ab"),
+        ("u1", ""),
+        ("../u2", "ab"),
+        ("u1", "a/b"),
+        ("u1", ".."),
+    ] {
+        assert!(
+            Partial::new(root.path(), owner, sha).is_none(),
+            "{owner:?} {sha:?}"
+        );
+    }
 }

@@ -14,7 +14,7 @@ use tokio_util::io::{StreamReader, SyncIoBridge};
 use ultraplan_bundle::partial::{Held, Partial, PartialError, PartialState};
 use ultraplan_bundle::{self as bundles, BundleEncoding, BundleStats};
 
-use super::bundles::{check_headers, check_sha, keep};
+use super::bundles::{check_sha, declared_encoding, keep};
 use crate::auth::AuthUser;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
@@ -25,21 +25,8 @@ pub const UPLOAD_OFFSET: HeaderName = HeaderName::from_static("upload-offset");
 pub const UPLOAD_LENGTH: HeaderName = HeaderName::from_static("upload-length");
 
 fn partial_of(state: &AppState, user: &AuthUser, sha: &str) -> ApiResult<Partial> {
-    let plain = !user.id.is_empty()
-        && user
-            .id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    if !plain {
-        return Err(ApiError::Internal(
-            "a user id that cannot name a directory".to_owned(),
-        ));
-    }
-    Ok(Partial::new(
-        &state.core.config.bundles_dir(),
-        &user.id,
-        sha,
-    ))
+    Partial::new(&state.core.config.bundles_dir(), &user.id, sha)
+        .ok_or_else(|| ApiError::Internal("a user id that cannot name a directory".to_owned()))
 }
 
 fn number(value: u64) -> HeaderValue {
@@ -167,9 +154,7 @@ fn declared(state: &AppState, headers: &HeaderMap) -> ApiResult<PartialState> {
             "Upload-Offset is past Upload-Length",
         ));
     }
-    let mut content_type = headers.clone();
-    content_type.remove(axum::http::header::CONTENT_LENGTH);
-    let encoding = check_headers(&content_type, max)?;
+    let encoding = declared_encoding(headers)?;
     Ok(PartialState {
         offset,
         length,

@@ -132,8 +132,8 @@ pub(super) async fn keep(
     })
 }
 
-/// The encoding the Content-Type declares (`None` for octet-stream: the magic bytes decide).
-pub(super) fn check_headers(headers: &HeaderMap, max: u64) -> ApiResult<Option<BundleEncoding>> {
+/// A Content-Length within `max`, then the encoding the Content-Type declares.
+fn check_headers(headers: &HeaderMap, max: u64) -> ApiResult<Option<BundleEncoding>> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -143,6 +143,11 @@ pub(super) fn check_headers(headers: &HeaderMap, max: u64) -> ApiResult<Option<B
             "the bundle exceeds the server's {max}-byte limit"
         )));
     }
+    declared_encoding(headers)
+}
+
+/// The encoding the Content-Type declares (`None` for octet-stream: the magic bytes decide).
+pub(super) fn declared_encoding(headers: &HeaderMap) -> ApiResult<Option<BundleEncoding>> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
