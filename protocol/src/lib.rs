@@ -9,6 +9,7 @@
 //! - [`usage`]: token usage with prompt-cache detail (events and model calls both carry it);
 //! - [`model_spec`]: the configured model names (`anthropic:<id>`, `openai:<id>`, `offline`);
 //! - [`patch`]: what remote execution changed;
+//! - [`environment`]: where a prepared environment appears in a sandbox, and the setup input;
 //! - [`frames`]: newline-delimited JSON frames between the agent and the server;
 //! - [`runner`]: the messages of a keyless runner's link to the server;
 //! - [`git_patch`]: a `git diff` patch's per-file sections and the (C-quoted) names in them;
@@ -20,6 +21,7 @@ pub mod activity;
 pub mod api;
 pub mod comments;
 pub mod constants;
+pub mod environment;
 pub mod events;
 pub mod expiry;
 pub mod frames;
