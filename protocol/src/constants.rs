@@ -89,6 +89,23 @@ pub const TASK_QUEUED: &str = "task_queued";
 pub const TASK_STARTED: &str = "task_started";
 /// `system` event subtype: a subagent finished (`data.status`: completed, failed, killed).
 pub const TASK_FINISHED: &str = "task_finished";
+/// `system` event subtype: an environment's setup started (`data`: key, commands, network,
+/// secrets by name, timeout_seconds).
+pub const ENVIRONMENT_SETUP: &str = "environment_setup";
+/// `system` event subtype: lines of setup output (`message`: the lines; secrets masked).
+pub const ENVIRONMENT_OUTPUT: &str = "environment_output";
+/// `system` event subtype: setup succeeded (`data`: key, setup_ms, blocked).
+pub const ENVIRONMENT_READY: &str = "environment_ready";
+/// `system` event subtype: a cached environment was reused (`data`: key, built_at, setup_ms).
+pub const ENVIRONMENT_REUSED: &str = "environment_reused";
+/// `system` event subtype: setup failed or timed out (`data`: exit_code, timed_out, tail,
+/// blocked, setup_ms); an `error_environment` result follows.
+pub const ENVIRONMENT_FAILED: &str = "environment_failed";
+/// `system` event subtype: the verifier's verdict on an execution (`data`: a
+/// [`crate::verdict::Verdict`]); the patch result carries the last one.
+pub const VERIFICATION: &str = "verification";
+/// `result` subtype: the session ended because its environment could not be made ready.
+pub const ERROR_ENVIRONMENT: &str = "error_environment";
 /// `system` event subtype: a custom agent definition was invalid and skipped.
 pub const AGENT_DEFINITION_INVALID: &str = "agent_definition_invalid";
 

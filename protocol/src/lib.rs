@@ -9,6 +9,7 @@
 //! - [`usage`]: token usage with prompt-cache detail (events and model calls both carry it);
 //! - [`model_spec`]: the configured model names (`anthropic:<id>`, `openai:<id>`, `offline`);
 //! - [`patch`]: what remote execution changed;
+//! - [`verdict`]: the verifier's verdict on an execution, parsed from its report;
 //! - [`environment`]: where a prepared environment appears in a sandbox, and the setup input;
 //! - [`frames`]: newline-delimited JSON frames between the agent and the server;
 //! - [`runner`]: the messages of a keyless runner's link to the server;
@@ -34,6 +35,7 @@ pub mod runner;
 pub mod scanner;
 pub mod session;
 pub mod usage;
+pub mod verdict;
 
 pub use events::{ContentBlock, Event, EventBody};
 pub use scanner::{ExitPlanModeScanner, ScanError, ScanResult, derive_phase};
