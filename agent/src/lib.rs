@@ -14,7 +14,8 @@
 //! - [`plan_tools`]: TodoWrite, AskUserQuestion and ExitPlanMode;
 //! - [`subagents`]: the `Task` tool's agent types, tool layers, forks and notifications;
 //! - [`tools`]: the workspace tools inside a [`Workspace`]: `Glob`, `Grep`, `Read`, and in
-//!   execution mode `Write`, `Edit` and `Bash`.
+//!   execution mode `Write`, `Edit` and `Bash`;
+//! - [`workspace_copy`]: the throw-away copy of the workspace the verifier runs in.
 
 pub mod config;
 pub mod context;
@@ -26,6 +27,7 @@ pub mod runtime;
 pub mod subagents;
 pub mod tools;
 pub mod workspace;
+pub mod workspace_copy;
 
 #[cfg(test)]
 mod test_support;

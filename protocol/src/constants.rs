@@ -104,6 +104,11 @@ pub const ENVIRONMENT_FAILED: &str = "environment_failed";
 /// `system` event subtype: the verifier's verdict on an execution (`data`: a
 /// [`crate::verdict::Verdict`]); the patch result carries the last one.
 pub const VERIFICATION: &str = "verification";
+/// `subagent_type` of the read-only verifier the agent starts itself at the end of an
+/// execution (its `Task` tool_use input carries `started_by`: [`HARNESS_STARTED_BY`]).
+pub const VERIFIER_SUBAGENT_TYPE: &str = "verifier";
+/// `started_by` in the input of a `Task` tool_use the agent emitted itself, not the model.
+pub const HARNESS_STARTED_BY: &str = "ultraplan";
 /// `result` subtype: the session ended because its environment could not be made ready.
 pub const ERROR_ENVIRONMENT: &str = "error_environment";
 /// `system` event subtype: a custom agent definition was invalid and skipped.

@@ -1,8 +1,8 @@
 //! Runs a batch of tool calls, keeping their order, and spills oversized outputs to disk. In
-//! plan mode (read-only tools) the calls of a batch run concurrently; with the writable tools
-//! (execution mode) they run one after another, in order, since each may change the tree the
-//! next one sees. `Read` calls on a spilled file are served from the spill folder (outside the
-//! repository), so the model can page through it.
+//! plan mode (read-only tools) the calls of a batch run concurrently; when `Bash` is offered
+//! (execution mode, and the verifier) they run one after another, in order, since each may
+//! change the tree the next one sees. `Read` calls on a spilled file are served from the spill
+//! folder (outside the repository), so the model can page through it.
 
 use std::path::{Path, PathBuf};
 
@@ -51,7 +51,7 @@ impl ToolExec {
     /// Runs `calls`, concurrently or in order (see the module docs); the outputs come back in
     /// the order of the calls.
     pub async fn run_batch(&self, calls: Vec<ToolCall>) -> Vec<ToolOutput> {
-        if self.registry.is_writable() {
+        if self.registry.runs_commands() {
             return self.run_in_order(calls).await;
         }
         let handles: Vec<_> = calls

@@ -9,7 +9,8 @@
 //! - [`fork`]: the requests of fork children, which share the caller's prefix byte for byte;
 //! - [`notification`]: the `<task-notification>` a finished subagent returns, and the events
 //!   that let the server count agents;
-//! - [`task_tool`]: the `Task` tool itself.
+//! - [`task_tool`]: the `Task` tool itself;
+//! - [`verifier`]: the read-only verifier the agent starts itself after an execution.
 
 pub mod builtin;
 pub mod custom;
@@ -19,6 +20,7 @@ pub mod fork;
 pub mod front_matter;
 pub mod notification;
 pub mod task_tool;
+pub mod verifier;
 
 use ultraplan_protocol::events::CacheControl;
 use ultraplan_protocol::model::{SystemBlock, ToolDefinition};

@@ -16,6 +16,8 @@ use crate::workspace::Workspace;
 pub struct ToolRegistry {
     workspace: Arc<Workspace>,
     writable: bool,
+    /// Whether `Bash` is offered (always with the writable tools; alone for the verifier).
+    commands: bool,
     /// Process groups of `Bash` commands still running.
     live: LiveGroups,
 }
@@ -45,6 +47,7 @@ impl ToolRegistry {
         ToolRegistry {
             workspace: Arc::new(workspace),
             writable: false,
+            commands: false,
             live: LiveGroups::default(),
         }
     }
@@ -53,6 +56,16 @@ impl ToolRegistry {
     pub fn writable(workspace: Workspace) -> Self {
         ToolRegistry {
             writable: true,
+            commands: true,
+            ..ToolRegistry::new(workspace)
+        }
+    }
+
+    /// The read-only tools and `Bash`, without `Write` and `Edit`, working in `workspace`
+    /// (the verifier, in a copy of the workspace).
+    pub fn verifier(workspace: Workspace) -> Self {
+        ToolRegistry {
+            commands: true,
             ..ToolRegistry::new(workspace)
         }
     }
@@ -67,13 +80,19 @@ impl ToolRegistry {
         self.writable
     }
 
-    /// The definitions offered to the model: Glob, Grep, Read, then Write, Edit, Bash.
+    /// Whether `Bash` is offered (calls that may change the tree then run in order).
+    pub fn runs_commands(&self) -> bool {
+        self.commands
+    }
+
+    /// The definitions offered to the model: Glob, Grep, Read, then Write, Edit, Bash (the
+    /// verifier's: Glob, Grep, Read, Bash).
     pub fn definitions(&self) -> Vec<ToolDefinition> {
         let mut definitions: Vec<ToolDefinition> = self
             .entries()
             .map(|(_, definition, _)| definition())
             .collect();
-        if self.writable {
+        if self.commands {
             definitions.push(bash::definition());
         }
         definitions
@@ -130,7 +149,7 @@ impl ToolRegistry {
     }
 
     fn is_bash(&self, name: &str) -> bool {
-        self.writable && name == bash::NAME
+        self.commands && name == bash::NAME
     }
 
     fn runner(&self, name: &str) -> Option<Runner> {
@@ -299,5 +318,35 @@ mod tests {
             "{}",
             unknown.content
         );
+    }
+
+    #[tokio::test]
+    async fn the_verifier_registry_runs_commands_but_cannot_write() {
+        let (dir, _) = registry();
+        let tools = ToolRegistry::verifier(Workspace::new(dir.path()).expect("workspace"));
+        let names: Vec<String> = tools.definitions().into_iter().map(|d| d.name).collect();
+        assert_eq!(names, ["Glob", "Grep", "Read", "Bash"]);
+        assert!(tools.runs_commands() && !tools.is_writable());
+        let cases = [
+            ("Bash", json!({"command": "pwd"}), false, ""),
+            (
+                "Write",
+                json!({"file_path": "n.txt", "content": "x"}),
+                true,
+                "Unknown tool `Write`",
+            ),
+            (
+                "Edit",
+                json!({"file_path": "src/main.rs", "old_string": "a", "new_string": "b"}),
+                true,
+                "Unknown tool `Edit`",
+            ),
+        ];
+        for (name, input, is_error, needle) in cases {
+            let out = tools.run(name, input).await;
+            assert_eq!(out.is_error, is_error, "{name}: {}", out.content);
+            assert!(out.content.contains(needle), "{name}: {}", out.content);
+        }
+        assert!(!dir.path().join("n.txt").exists());
     }
 }
