@@ -1,7 +1,7 @@
 //! Rebuilds the main conversation from a session transcript (the event log so far).
 //!
 //! Subagent traffic (events with `parent_tool_use_id`), `system` and `control_request` events
-//! are skipped; `result` events only mark turn ends. The first plain user message is the
+//! are skipped (a `verification` event is only noted); `result` events only mark turn ends. The first plain user message is the
 //! prompt. Plain user messages logged while tool results were still outstanding (steering that
 //! raced the agent) are moved after those results, as the live agent would have placed them;
 //! tool_results whose tool_use is unknown are dropped so the history stays valid.
@@ -9,6 +9,7 @@
 use std::collections::HashSet;
 
 use ultraplan_protocol::EventBody;
+use ultraplan_protocol::constants::VERIFICATION;
 use ultraplan_protocol::events::UserContent;
 use ultraplan_protocol::model::Message;
 
@@ -27,6 +28,8 @@ pub struct Rebuilt {
     pub last_stop_reason: Option<String>,
     /// Whether a `result` event follows the last message.
     pub closed: bool,
+    /// Whether a main-agent `verification` event (the verifier's verdict) was logged.
+    pub verified: bool,
 }
 
 /// Rebuilds the conversation from `transcript`.
@@ -76,6 +79,7 @@ impl State {
                 self.user(from_user_event(u));
             }
             EventBody::Result(_) => self.out.closed = true,
+            EventBody::System(s) if s.subtype == VERIFICATION => self.out.verified = true,
             EventBody::System(_) | EventBody::ControlRequest(_) => {}
         }
     }

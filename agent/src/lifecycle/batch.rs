@@ -12,7 +12,7 @@ use ultraplan_protocol::ContentBlock;
 use ultraplan_protocol::constants::UserWait;
 
 use super::execute::INTERRUPTED_CALL;
-use super::{Agent, Batch, Effect, Phase, Wait};
+use super::{Agent, Batch, Effect, Phase, ToolRoot, Wait};
 use crate::conversation::{ToolCall, user, user_event};
 use crate::plan_tools::{ask, exit_plan, todo};
 use crate::subagents::task_tool;
@@ -53,6 +53,7 @@ impl Agent {
             out.push(Effect::RunTools {
                 batch: batch.id,
                 calls: calls.collect(),
+                root: ToolRoot::Workspace,
             });
         }
         self.phase = Phase::Tools(batch);
@@ -125,6 +126,9 @@ impl Agent {
 
     /// Emits the results the agent produced, then waits for the user or starts the next turn.
     pub(super) fn finish_batch(&mut self, batch: Batch, out: &mut Vec<Effect>) {
+        if self.executing() {
+            self.note_changes(&batch.calls, &batch.results);
+        }
         let mut blocks: Vec<ContentBlock> = batch
             .calls
             .iter()

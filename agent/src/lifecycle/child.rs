@@ -7,7 +7,7 @@ use ultraplan_protocol::model::{
     Message, ModelError, ModelErrorKind, ModelRequest, ModelResponse, StopReason, Usage,
 };
 
-use super::{Effect, Ids};
+use super::{Effect, Ids, ToolRoot};
 use crate::config::AgentConfig;
 use crate::context::{self, Prefix};
 use crate::conversation::{
@@ -38,9 +38,12 @@ pub(super) struct ChildSpec {
     pub allowed: Vec<String>,
     pub plan_mode: bool,
     pub max_turns: u32,
-    /// The main batch, and the slot in it, that its report answers.
+    /// The main batch, and the slot in it, that its report answers (unused by the verifier,
+    /// which answers the harness's own Task call).
     pub batch: u64,
     pub slot: usize,
+    /// Where its tools run.
+    pub root: ToolRoot,
 }
 
 /// What a child needs from its owner for one step.
@@ -116,6 +119,21 @@ impl Child {
 
     pub(super) fn slot(&self) -> usize {
         self.spec.slot
+    }
+
+    /// The last non-empty text it said.
+    pub(super) fn last_text(&self) -> &str {
+        &self.last_text
+    }
+
+    /// After its final answer, asks it once more with `text` (one more turn is allowed even
+    /// at its limit).
+    pub(super) fn ask_again(&mut self, text: &str, env: &mut Env<'_>) -> Step {
+        let message = user_text(text);
+        self.emit(user_event(&message), env);
+        self.messages.push(message);
+        self.spec.max_turns = self.spec.max_turns.max(self.turns.saturating_add(1));
+        self.next_turn(env)
     }
 
     /// Its request prefix (system prompt and tools).
@@ -254,6 +272,7 @@ impl Child {
         env.out.push(Effect::RunTools {
             batch,
             calls: calls.collect(),
+            root: self.spec.root,
         });
         self.round = Some(round);
         Step::RunsTools(batch)

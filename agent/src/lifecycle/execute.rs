@@ -6,13 +6,15 @@
 //! offered (nobody is watching), and calls to them are answered as unknown tools. The end of a
 //! model turn ends execution: its text becomes the `result` and the agent exits, so the server
 //! can collect the changes. On resume, a Write, Edit or Bash call left without a result is not
-//! repeated (it may already have taken effect); the model is told so instead.
+//! repeated (it may already have taken effect); the model is told so instead. When the
+//! execution changed something, a verifier checks it before the session ends (`verify`).
 
 use std::collections::HashSet;
 
 use ultraplan_protocol::events::{ResultEvent, Role};
 use ultraplan_protocol::frames::AgentMode;
 use ultraplan_protocol::model::Message;
+use ultraplan_protocol::plan_text::extract_approved_plan;
 
 use super::turn::ERROR_DURING_EXECUTION;
 use super::{Agent, Effect};
@@ -45,13 +47,17 @@ impl Agent {
     }
 
     /// The model ended its turn in execution mode: unless messages arrived meanwhile, its text
-    /// is the summary that ends execution.
+    /// is the summary that ends execution, once the verifier checked the work when it is due
+    /// (see `verify`).
     pub(super) fn end_execution(&mut self, text: &str, out: &mut Vec<Effect>) {
-        if self.queued.is_empty() {
-            return self.finish(ResultEvent::SUCCESS, text, out);
+        if !self.queued.is_empty() {
+            self.flush_queued();
+            return self.next_turn(out);
         }
-        self.flush_queued();
-        self.next_turn(out);
+        if self.verification_due() {
+            return self.start_verification(text, out);
+        }
+        self.finish(ResultEvent::SUCCESS, text, out);
     }
 }
 
@@ -72,6 +78,23 @@ pub(super) fn approval_index(messages: &[Message]) -> Option<usize> {
             .map(|(_, text, is_error)| (i, text, is_error))
     })?;
     (exit_plan::classify(&text, is_error) == Decision::Approved).then_some(index)
+}
+
+/// The approved plan's text: from the approval's tool_result (the user's edits included),
+/// else the input of the ExitPlanMode call it answers.
+pub(super) fn approved_plan(messages: &[Message]) -> Option<String> {
+    let index = approval_index(messages)?;
+    let from_result = tool_results(&messages[index])
+        .into_iter()
+        .find_map(|(_, text, _)| extract_approved_plan(&text).map(|(plan, _)| plan));
+    from_result.or_else(|| {
+        messages[..index]
+            .iter()
+            .rev()
+            .flat_map(|m| tool_calls(m).into_iter().rev())
+            .find(|call| call.name == exit_plan::NAME)
+            .and_then(|call| call.input.get("plan")?.as_str().map(str::to_owned))
+    })
 }
 
 /// Where the execution phase starts in `messages`: after the approval in execution mode, at

@@ -15,7 +15,7 @@ use crate::tools::{bash, edit, glob, grep, read, write};
 
 const EXECUTION_TOOLS: [&str; 7] = ["Glob", "Grep", "Read", "Write", "Edit", "Bash", "TodoWrite"];
 
-fn execute_agent(transcript: &[EventBody], max_turns: u32) -> Agent {
+pub(super) fn execute_agent(transcript: &[EventBody], max_turns: u32) -> Agent {
     let rebuilt = rebuild(transcript);
     let mut settings = settings(max_turns);
     settings.mode = AgentMode::Execute;
@@ -39,12 +39,12 @@ fn execute_agent(transcript: &[EventBody], max_turns: u32) -> Agent {
     })
 }
 
-fn call(id: &str, name: &str, input: Value) -> EventBody {
+pub(super) fn call(id: &str, name: &str, input: Value) -> EventBody {
     EventBody::assistant(vec![tool(id, name, input)])
 }
 
 /// The plan session: prompt, one exploration round, the plan and its approval.
-fn approved() -> Vec<EventBody> {
+pub(super) fn approved() -> Vec<EventBody> {
     vec![
         EventBody::user_text("add a greeting"),
         call("g1", "Glob", json!({"pattern": "*"})),
@@ -59,13 +59,13 @@ fn approved() -> Vec<EventBody> {
     ]
 }
 
-fn with(mut transcript: Vec<EventBody>, more: Vec<EventBody>) -> Vec<EventBody> {
+pub(super) fn with(mut transcript: Vec<EventBody>, more: Vec<EventBody>) -> Vec<EventBody> {
     transcript.extend(more);
     transcript
 }
 
 /// The tool_results of the user events among `effects`.
-fn answers(effects: &[Effect]) -> Vec<(String, String, bool)> {
+pub(super) fn answers(effects: &[Effect]) -> Vec<(String, String, bool)> {
     emitted(effects)
         .iter()
         .filter_map(|e| match e {
@@ -156,7 +156,12 @@ fn writes_run_in_order_and_the_end_of_the_turn_ends_execution() {
         &id,
         reply(vec![ContentBlock::text(summary)], StopReason::EndTurn),
     );
-    assert_eq!(labels(&effects), ["assistant", "result:success", "exit:0"]);
+    assert_eq!(labels(&effects), ["assistant", "copy"], "it changed things");
+    let effects = agent.handle(Input::WorkspaceCopied(Err("no room".into())));
+    assert_eq!(
+        labels(&effects),
+        ["remove-copy", "system", "result:success", "exit:0"]
+    );
     assert_eq!(result_text(&effects).as_deref(), Some(summary));
     assert!(agent.is_done());
     let EventBody::Result(result) = &emitted(&effects)[1] else {

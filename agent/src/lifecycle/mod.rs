@@ -11,6 +11,8 @@
 //! - `resume`: where to continue from when the conversation was rebuilt from a transcript;
 //! - `execute`: execution mode, where an approved plan is implemented and the end of a turn
 //!   ends the session;
+//! - `verify`: the end of an execution that changed something, where a read-only verifier
+//!   subagent checks the work in a copy of the workspace and its verdict is logged;
 //! - `tasks`: `Task` calls of the main agent, answered by subagents (`child`) that run
 //!   concurrently, each with its own model requests and tool batches. Replies are routed by
 //!   request id and batch id to the agent that is waiting for them. Children that start
@@ -24,6 +26,7 @@ mod resume;
 mod tasks;
 mod turn;
 mod user;
+mod verify;
 mod warm_up;
 mod warming;
 
@@ -40,9 +43,12 @@ mod tests;
 #[cfg(test)]
 mod user_tests;
 #[cfg(test)]
+mod verify_tests;
+#[cfg(test)]
 mod warm_up_tests;
 
 pub use turn::ERROR_DURING_EXECUTION;
+pub use verify::{NO_VERDICT, NOT_COPIED};
 
 use std::collections::BTreeMap;
 
@@ -56,6 +62,7 @@ use crate::context::Prefix;
 use crate::conversation::{self, Rebuilt, ToolCall};
 use crate::plan_tools::todo::TodoState;
 use crate::subagents::Subagents;
+use crate::subagents::verifier::Changes;
 use crate::tools::ToolOutput;
 
 /// Everything the state machine starts from.
@@ -92,6 +99,18 @@ pub enum Input {
     },
     /// A user event from the server (already in the session log).
     User(EventBody),
+    /// The answer to [`Effect::CopyWorkspace`]: the copy is ready, or why it could not be
+    /// made.
+    WorkspaceCopied(Result<(), String>),
+}
+
+/// Where a tool batch runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolRoot {
+    /// The workspace, whose changes make the patch.
+    Workspace,
+    /// The throw-away copy made by [`Effect::CopyWorkspace`], with the verifier's tools.
+    Copy,
 }
 
 /// What to do, in order.
@@ -104,9 +123,18 @@ pub enum Effect {
         request_id: String,
         request: ModelRequest,
     },
-    /// Run these tools (concurrently in plan mode, in order in execution mode); reply with
-    /// [`Input::ToolsDone`].
-    RunTools { batch: u64, calls: Vec<ToolCall> },
+    /// Run these tools in `root` (concurrently in plan mode, in order when Bash is offered);
+    /// reply with [`Input::ToolsDone`].
+    RunTools {
+        batch: u64,
+        calls: Vec<ToolCall>,
+        root: ToolRoot,
+    },
+    /// Copy the workspace for the verifier (see `crate::workspace_copy`) and set up its tools
+    /// there; reply with [`Input::WorkspaceCopied`].
+    CopyWorkspace,
+    /// The verifier is done: stop its commands and remove the copy.
+    RemoveCopy,
     /// Send `done` with the total usage and exit with this code.
     Exit { code: u8 },
 }
@@ -198,6 +226,8 @@ enum Phase {
     },
     Tools(Batch),
     Waiting(Wait),
+    /// The verifier checks the finished execution.
+    Verifying,
     Done,
 }
 
@@ -231,6 +261,12 @@ pub struct Agent {
     /// The transcript's last assistant stop reason and whether its turn was closed.
     resume_stop_reason: Option<String>,
     resume_closed: bool,
+    /// What the execution's own Write, Edit and Bash calls changed (execution mode).
+    changes: Changes,
+    /// The transcript already holds a verdict: this execution is not verified again.
+    verified: bool,
+    /// The verifier's run, once the execution ended.
+    verification: Option<verify::Run>,
 }
 
 impl Agent {
@@ -245,7 +281,11 @@ impl Agent {
             .iter()
             .filter(|m| m.role == ultraplan_protocol::events::Role::Assistant)
             .count();
+        let changes = verify::replay_changes(counted);
         Agent {
+            changes,
+            verified: setup.rebuilt.verified,
+            verification: None,
             todos: TodoState::replay(counted),
             settings: setup.settings,
             config: setup.config,
@@ -281,6 +321,7 @@ impl Agent {
             }
             Input::ToolsDone { batch, outputs } => self.on_tools_done(batch, outputs, &mut out),
             Input::User(event) => self.on_user_event(event, &mut out),
+            Input::WorkspaceCopied(result) => self.on_workspace_copied(result, &mut out),
         }
         out
     }

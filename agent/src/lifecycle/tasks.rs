@@ -12,7 +12,7 @@ use ultraplan_protocol::model::{ModelError, ModelRequest, ModelResponse};
 
 use super::child::{Child, ChildSpec, Env, Finish, Step};
 use super::warm_up;
-use super::{Agent, Batch, Effect, Owner, Phase};
+use super::{Agent, Batch, Effect, Owner, Phase, ToolRoot};
 use crate::context::{self, Prefix};
 use crate::conversation::{ToolCall, user_text};
 use crate::subagents::notification::lifecycle_event;
@@ -85,6 +85,16 @@ impl Team {
         self.children.get(task_id)
     }
 
+    /// Adds a child started at once, outside the queue and the main batches (the verifier).
+    pub(super) fn insert_started(&mut self, task_id: String, child: Child) {
+        self.children.insert(task_id, child);
+    }
+
+    /// Takes a child out of the team.
+    pub(super) fn remove(&mut self, task_id: &str) -> Option<Child> {
+        self.children.remove(task_id)
+    }
+
     fn running(&self) -> usize {
         self.children.len() - self.queue.len()
     }
@@ -155,7 +165,7 @@ impl Agent {
         self.settings.mode == AgentMode::Plan
     }
 
-    fn offered(&self) -> Vec<String> {
+    pub(super) fn offered(&self) -> Vec<String> {
         self.prefix.tools.iter().map(|t| t.name.clone()).collect()
     }
 
@@ -181,6 +191,7 @@ impl Agent {
             definition: Some(def),
             batch,
             slot,
+            root: ToolRoot::Workspace,
         }
     }
 
@@ -212,6 +223,7 @@ impl Agent {
             definition: None,
             batch: batch.id,
             slot,
+            root: ToolRoot::Workspace,
         }
     }
 
@@ -275,7 +287,7 @@ impl Agent {
     }
 
     /// Runs `f` on the child `task_id` with what it needs from the agent.
-    fn step_child(
+    pub(super) fn step_child(
         &mut self,
         task_id: &str,
         out: &mut Vec<Effect>,
@@ -293,7 +305,7 @@ impl Agent {
     }
 
     /// Records what the child waits for now, or takes its report.
-    fn after_step(&mut self, task_id: &str, step: Step, out: &mut Vec<Effect>) {
+    pub(super) fn after_step(&mut self, task_id: &str, step: Step, out: &mut Vec<Effect>) {
         match step {
             Step::Requested(request_id) => {
                 self.requests
@@ -301,6 +313,9 @@ impl Agent {
             }
             Step::RunsTools(batch) => {
                 self.team.batches.insert(batch, task_id.to_owned());
+            }
+            Step::Finished(finish) if self.is_verifier(task_id) => {
+                self.on_verifier_finished(task_id, finish, out);
             }
             Step::Finished(finish) => self.finish_task(task_id, finish, out),
         }

@@ -123,7 +123,8 @@ pub(crate) fn emitted(effects: &[Effect]) -> Vec<EventBody> {
 }
 
 /// A compact label per effect: `assistant`, `user`, `result:<subtype>`, `system`, `request`,
-/// `tools:<names>`, `exit`.
+/// `tools:<names>` (`copy-tools:<names>` in the verifier's copy), `copy`, `remove-copy`,
+/// `exit`.
 pub(crate) fn labels(effects: &[Effect]) -> Vec<String> {
     effects
         .iter()
@@ -133,6 +134,18 @@ pub(crate) fn labels(effects: &[Effect]) -> Vec<String> {
             Effect::Emit(EventBody::Result(r)) => format!("result:{}", r.subtype),
             Effect::Emit(_) => "system".to_owned(),
             Effect::Request { .. } => "request".to_owned(),
+            Effect::RunTools {
+                calls,
+                root: super::ToolRoot::Copy,
+                ..
+            } => format!(
+                "copy-tools:{}",
+                calls
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
             Effect::RunTools { calls, .. } => format!(
                 "tools:{}",
                 calls
@@ -142,6 +155,8 @@ pub(crate) fn labels(effects: &[Effect]) -> Vec<String> {
                     .join(",")
             ),
             Effect::Exit { code } => format!("exit:{code}"),
+            Effect::CopyWorkspace => "copy".to_owned(),
+            Effect::RemoveCopy => "remove-copy".to_owned(),
         })
         .collect()
 }

@@ -18,7 +18,10 @@ use super::tool_exec::ToolExec;
 use super::{Incoming, Outcome, RunEnv};
 use crate::config::AgentConfig;
 use crate::conversation::result_event;
-use crate::lifecycle::{Agent, ERROR_DURING_EXECUTION, Effect, Input};
+use crate::lifecycle::{Agent, ERROR_DURING_EXECUTION, Effect, Input, ToolRoot};
+use crate::tools::{ToolOutput, ToolRegistry};
+use crate::workspace::Workspace;
+use crate::workspace_copy::{CopyLimits, WorkspaceCopy, copy_workspace};
 
 /// Interval between heartbeats.
 pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
@@ -68,7 +71,7 @@ async fn open(rx: &mut UnboundedReceiver<Incoming>) -> Result<Opened, HandshakeE
             }
             Some(Incoming::Frame(Err(e))) => return Err(HandshakeError::Read(e)),
             Some(Incoming::OutputClosed) | None => return Err(HandshakeError::OutputClosed),
-            Some(Incoming::Tools { .. }) => {}
+            Some(Incoming::Tools { .. } | Incoming::Copied(_)) => {}
         }
     }
 }
@@ -98,7 +101,7 @@ async fn start(
 ) -> (Outcome, Option<Usage>) {
     let config = AgentConfig::from_env(&settings.session_id);
     let session_id = settings.session_id.clone();
-    match setup(&env.workspace, settings, transcript, config) {
+    match setup(&env.workspace, settings, transcript, config.clone()) {
         Ok((agent, exec)) => {
             tracing::info!(session_id, "session started");
             let mut session = Session {
@@ -107,10 +110,15 @@ async fn start(
                 frames: frames.clone(),
                 tx,
                 started: Instant::now(),
+                env: env.clone(),
+                config,
+                verifier: None,
             };
             let ended = session.run(rx).await;
-            // Whatever ended the session (exit, stop, broken pipes), no command outlives it.
+            // Whatever ended the session (exit, stop, broken pipes), no command outlives it,
+            // and the verifier's copy goes.
             session.exec.kill_commands();
+            session.remove_copy();
             ended
         }
         Err(e) => {
@@ -134,6 +142,10 @@ struct Session {
     frames: FrameSender,
     tx: UnboundedSender<Incoming>,
     started: Instant,
+    env: RunEnv,
+    config: AgentConfig,
+    /// The verifier's copy of the workspace and the tools working in it.
+    verifier: Option<(WorkspaceCopy, Arc<ToolExec>)>,
 }
 
 /// What to do with an incoming item.
@@ -171,7 +183,7 @@ impl Session {
     }
 
     /// Carries out effects; returns the exit code when one of them is the exit.
-    fn apply(&self, effects: Vec<Effect>) -> Option<u8> {
+    fn apply(&mut self, effects: Vec<Effect>) -> Option<u8> {
         for effect in effects {
             match effect {
                 Effect::Emit(event) => {
@@ -189,20 +201,69 @@ impl Session {
                         request,
                     });
                 }
-                Effect::RunTools { batch, calls } => self.run_tools(batch, calls),
+                Effect::RunTools { batch, calls, root } => self.run_tools(batch, calls, root),
+                Effect::CopyWorkspace => self.copy_workspace(),
+                Effect::RemoveCopy => self.remove_copy(),
                 Effect::Exit { code } => return Some(code),
             }
         }
         None
     }
 
-    fn run_tools(&self, batch: u64, calls: Vec<crate::conversation::ToolCall>) {
-        let exec = Arc::clone(&self.exec);
+    fn run_tools(&self, batch: u64, calls: Vec<crate::conversation::ToolCall>, root: ToolRoot) {
+        let exec = match root {
+            ToolRoot::Workspace => Some(Arc::clone(&self.exec)),
+            ToolRoot::Copy => self.verifier.as_ref().map(|(_, exec)| Arc::clone(exec)),
+        };
         let tx = self.tx.clone();
+        let Some(exec) = exec else {
+            tracing::error!(batch, "tools for a workspace copy that does not exist");
+            let outputs = calls
+                .iter()
+                .map(|_| ToolOutput::error("The workspace copy is gone; the tool did not run."))
+                .collect();
+            let _ = tx.send(Incoming::Tools { batch, outputs });
+            return;
+        };
         tokio::spawn(async move {
             let outputs = exec.run_batch(calls).await;
             let _ = tx.send(Incoming::Tools { batch, outputs });
         });
+    }
+
+    /// Copies the workspace off the async threads; the result comes back as
+    /// [`Incoming::Copied`].
+    fn copy_workspace(&self) {
+        let root = self.env.workspace.clone();
+        let base = self.env.copy_base.clone();
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let copied = tokio::task::spawn_blocking(move || {
+                copy_workspace(&root, &base, CopyLimits::default()).map_err(|e| e.to_string())
+            })
+            .await
+            .unwrap_or_else(|e| Err(format!("the copy failed unexpectedly: {e}")));
+            let _ = tx.send(Incoming::Copied(copied));
+        });
+    }
+
+    /// Keeps a copy and sets up the verifier's tools in it.
+    fn verifier_ready(&mut self, copied: Result<WorkspaceCopy, String>) -> Input {
+        let result = copied.and_then(|copy| {
+            let workspace = Workspace::new(copy.path()).map_err(|e| e.to_string())?;
+            let exec = ToolExec::new(ToolRegistry::verifier(workspace), &self.config);
+            self.verifier = Some((copy, Arc::new(exec)));
+            Ok(())
+        });
+        Input::WorkspaceCopied(result)
+    }
+
+    /// Stops the verifier's commands and removes its copy.
+    fn remove_copy(&mut self) {
+        if let Some((copy, exec)) = self.verifier.take() {
+            exec.kill_commands();
+            drop(copy);
+        }
     }
 
     /// Adds the session's duration to `result` events.
@@ -216,7 +277,7 @@ impl Session {
         event
     }
 
-    fn next(&self, incoming: Incoming) -> Next {
+    fn next(&mut self, incoming: Incoming) -> Next {
         match incoming {
             Incoming::Frame(Ok(frame)) => translate(frame),
             Incoming::Frame(Err(ReadError::Eof)) => {
@@ -228,6 +289,7 @@ impl Session {
             }
             Incoming::Tools { batch, outputs } => Next::Feed(Input::ToolsDone { batch, outputs }),
             Incoming::OutputClosed => Next::End(Outcome::failed(1, "stdout closed"), false),
+            Incoming::Copied(copied) => Next::Feed(self.verifier_ready(copied)),
         }
     }
 }

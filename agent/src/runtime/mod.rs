@@ -15,6 +15,7 @@ pub use driver::run;
 pub use tool_exec::ToolExec;
 
 use crate::tools::ToolOutput;
+use crate::workspace_copy::WorkspaceCopy;
 use frames_io::ReadError;
 
 /// What reaches the loop.
@@ -29,6 +30,8 @@ pub enum Incoming {
     },
     /// Stdout cannot be written any more.
     OutputClosed,
+    /// The workspace copy for the verifier is ready, or why it is not.
+    Copied(Result<WorkspaceCopy, String>),
 }
 
 /// Where the agent runs.
@@ -38,10 +41,13 @@ pub struct RunEnv {
     pub workspace: PathBuf,
     /// Sent in the `hello` frame.
     pub agent_version: String,
+    /// Where the verifier's throw-away copy of the workspace is made (the sandbox's `/tmp`).
+    pub copy_base: PathBuf,
 }
 
 impl RunEnv {
-    /// `ULTRAPLAN_WORKSPACE`, else the current directory.
+    /// `ULTRAPLAN_WORKSPACE`, else the current directory; copies go to the temporary
+    /// directory (`TMPDIR`).
     pub fn from_process(agent_version: &str) -> Self {
         let workspace = std::env::var_os("ULTRAPLAN_WORKSPACE")
             .filter(|v| !v.is_empty())
@@ -50,6 +56,7 @@ impl RunEnv {
         RunEnv {
             workspace,
             agent_version: agent_version.to_owned(),
+            copy_base: std::env::temp_dir(),
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Execution mode end to end: the agent resumes from an approved plan, changes the bundle with
-//! Write, Edit and Bash, and exits when the model ends its turn.
+//! Write, Edit and Bash, has the verifier check the change in a copy, and exits.
 
 use std::time::{Duration, Instant};
 
@@ -20,6 +20,7 @@ const PLAN: &str = "# Plan\n1. Reject names that are blank after trimming in `lo
 `src/validate.rs` with `is_blank`.";
 
 const EXECUTION_TOOLS: [&str; 7] = ["Glob", "Grep", "Read", "Write", "Edit", "Bash", "TodoWrite"];
+const VERIFIER_TOOLS: [&str; 4] = ["Glob", "Grep", "Read", "Bash"];
 
 fn execute_settings() -> StartSettings {
     StartSettings {
@@ -169,8 +170,31 @@ fn implements_the_plan_with_write_edit_and_bash_then_exits() {
             StopReason::EndTurn,
         ),
     );
+    // It changed files, so the verifier checks them before the execution ends.
+    let (id, request, events) = agent.expect_request();
+    let tools: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(tools, VERIFIER_TOOLS);
+    assert_eq!(events.len(), 5, "{events:?}");
+    let brief = message_text(&request.messages[0]);
+    for needle in ["- src/auth.rs\n", "- src/validate.rs\n", "Bash commands"] {
+        assert!(brief.contains(needle), "{needle}: {brief}");
+    }
+    agent.respond(
+        &id,
+        say("Both steps are done.\nVERDICT: PASS", StopReason::EndTurn),
+    );
     let frames = agent.until_done();
-    assert_eq!(kinds(&frames), ["assistant", "result:success", "done"]);
+    assert_eq!(
+        kinds(&frames),
+        [
+            "assistant",
+            "system:task_finished",
+            "system:verification",
+            "user",
+            "result:success",
+            "done"
+        ]
+    );
     assert_eq!(
         result_of(&frames).as_deref(),
         Some("Login now trims names; added src/validate.rs. Tests: none run.")
@@ -249,4 +273,139 @@ fn resuming_mid_execution_does_not_repeat_a_command() {
     });
     agent.until_done();
     assert_eq!(agent.wait(), 0);
+}
+
+#[test]
+fn the_verifier_runs_the_tests_in_a_copy_and_its_verdict_is_logged() {
+    let repo = bundle();
+    let test_script = "echo running tests\necho 'FAIL: login_rejects_blank_names'\nexit 1\n";
+    std::fs::write(repo.path().join("test.sh"), test_script).expect("test.sh");
+    std::fs::create_dir(repo.path().join(".git")).expect(".git");
+    std::fs::write(repo.path().join(".git/HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+    let mut agent = AgentProcess::spawn(repo.path(), &[]);
+    agent.open(execute_settings(), approved_session());
+
+    // The execution: one Edit, then the end of its turn.
+    let (id, _, _) = agent.expect_request();
+    let edit = json!({
+        "file_path": "src/auth.rs",
+        "old_string": "!user.is_empty()",
+        "new_string": "!user.trim().is_empty()"
+    });
+    agent.respond(
+        &id,
+        response(
+            vec![ContentBlock::tool_use("t_edit", "Edit", edit)],
+            StopReason::ToolUse,
+        ),
+    );
+    let (id, _, _) = agent.expect_request();
+    agent.respond(&id, say("Login now trims names.", StopReason::EndTurn));
+
+    // The verifier: started by the harness under its own Task tool_use.
+    let (id, request, events) = agent.expect_request();
+    let task = events
+        .iter()
+        .find_map(|e| match e {
+            EventBody::Assistant(a) => a.message.content.iter().find_map(|b| match b {
+                ContentBlock::ToolUse {
+                    id, name, input, ..
+                } if name == "Task" => Some((id.clone(), input.clone())),
+                _ => None,
+            }),
+            _ => None,
+        })
+        .expect("the harness's Task tool_use");
+    let (task_id, input) = task;
+    assert_eq!(input["subagent_type"], "verifier");
+    assert_eq!(input["started_by"], "ultraplan");
+    assert_eq!(
+        input["description"],
+        "Verify the execution against the approved plan"
+    );
+    let tools: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(tools, VERIFIER_TOOLS);
+    let brief = message_text(&request.messages[0]);
+    assert!(brief.contains(PLAN), "{brief}");
+    assert!(brief.contains("- src/auth.rs\n"), "{brief}");
+
+    let command = "pwd; ls -a; touch verifier-was-here; sh test.sh";
+    agent.respond(
+        &id,
+        response(
+            vec![ContentBlock::tool_use(
+                "v_bash",
+                "Bash",
+                json!({ "command": command }),
+            )],
+            StopReason::ToolUse,
+        ),
+    );
+    let (id, request, events) = agent.expect_request();
+    assert!(
+        events
+            .iter()
+            .all(|e| e.parent_tool_use_id() == Some(task_id.as_str())),
+        "{events:?}"
+    );
+    let output = message_text(request.messages.last().expect("message"));
+    assert!(
+        output.contains("FAIL: login_rejects_blank_names"),
+        "{output}"
+    );
+    assert!(output.contains("Exit code 1"), "{output}");
+    assert!(
+        output.contains("test.sh") && !output.contains(".git"),
+        "{output}"
+    );
+    let copy = std::path::PathBuf::from(output.lines().next().expect("pwd"));
+    let root = std::fs::canonicalize(repo.path()).expect("canonical");
+    assert_ne!(copy, root, "the verifier runs in a copy");
+    assert!(copy.is_absolute(), "{output}");
+
+    let report = "Ran `sh test.sh`: exit code 1.\nFailing: login_rejects_blank_names.\n\
+                  VERDICT: FAIL";
+    agent.respond(&id, say(report, StopReason::EndTurn));
+    let frames = agent.until_done();
+    assert_eq!(
+        kinds(&frames),
+        [
+            "assistant",
+            "system:task_finished",
+            "system:verification",
+            "user",
+            "result:success",
+            "done"
+        ]
+    );
+    let verification = frames
+        .iter()
+        .find_map(|f| match f {
+            AgentFrame::Event {
+                event: EventBody::System(s),
+            } if s.subtype == "verification" => Some(s.clone()),
+            _ => None,
+        })
+        .expect("verification");
+    assert_eq!(verification.message.as_deref(), Some("Verification: FAIL"));
+    assert_eq!(
+        verification.data,
+        json!({
+            "verdict": "FAIL",
+            "evidence": "Ran `sh test.sh`: exit code 1.\nFailing: login_rejects_blank_names."
+        })
+    );
+    assert_eq!(
+        result_of(&frames).as_deref(),
+        Some("Login now trims names.")
+    );
+    assert_eq!(agent.wait(), 0);
+
+    assert!(
+        !repo.path().join("verifier-was-here").exists(),
+        "the verifier's files stay in the copy"
+    );
+    assert!(!copy.exists(), "the copy is removed");
+    let auth = std::fs::read_to_string(repo.path().join("src/auth.rs")).expect("auth");
+    assert!(auth.contains("!user.trim().is_empty()"), "{auth}");
 }
