@@ -17,7 +17,8 @@
 //! After a rejection it searches the feedback's terms (one turn) and submits a revised plan that
 //! quotes the feedback and adds steps for it. After an approval (the execution run) it makes
 //! no edits, says that execution needs a model and ends its turn; after a teleport it gives
-//! the teleport reply. Which step comes next is derived from the conversation alone; a phase
+//! the teleport reply. The verifier an execution ends with (`verify`) gets the project's verify
+//! commands run and a verdict on their exit codes. Which step comes next is derived from the conversation alone; a phase
 //! whose tool is not offered is skipped, and after [`MAX_TURNS_PER_PLAN`] exploring turns it
 //! writes the plan with what it has. The same request always yields the byte-identical
 //! response. No IO happens here.
@@ -31,6 +32,7 @@ mod request;
 mod revise;
 mod steps;
 mod terms;
+mod verify;
 
 #[cfg(test)]
 mod fake_repo;
@@ -76,7 +78,12 @@ const LABEL: &str = "Offline planner (no model configured):";
 pub fn offline_turn(request: &ModelRequest) -> ModelResponse {
     let convo = Conversation::read(request);
     let turn = convo.assistant_turns + 1;
-    let content = match next_action(&convo) {
+    let action = if verify::is_verifier(request, &convo) {
+        verify::next_action(&convo)
+    } else {
+        next_action(&convo)
+    };
+    let content = match action {
         Action::Explore(Turn { note, calls }) => {
             let mut blocks = vec![ContentBlock::text(format!("{LABEL} {note}"))];
             blocks.extend(calls.into_iter().enumerate().map(|(i, call)| {
