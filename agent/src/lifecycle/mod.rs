@@ -265,6 +265,9 @@ pub struct Agent {
     changes: Changes,
     /// The transcript already holds a verdict: this execution is not verified again.
     verified: bool,
+    /// The approved plan's text (execution mode), kept from the start: compaction may drop
+    /// the approval before the verifier needs it.
+    approved_plan: Option<String>,
     /// The verifier's run, once the execution ended.
     verification: Option<verify::Run>,
 }
@@ -282,7 +285,12 @@ impl Agent {
             .filter(|m| m.role == ultraplan_protocol::events::Role::Assistant)
             .count();
         let changes = verify::replay_changes(counted);
+        let approved_plan = match setup.settings.mode {
+            ultraplan_protocol::frames::AgentMode::Execute => execute::approved_plan(&messages),
+            ultraplan_protocol::frames::AgentMode::Plan => None,
+        };
         Agent {
+            approved_plan,
             changes,
             verified: setup.rebuilt.verified,
             verification: None,

@@ -27,7 +27,6 @@ use ultraplan_protocol::verdict::{Verdict, VerdictOutcome, parse_verdict};
 use ultraplan_protocol::{ContentBlock, EventBody};
 
 use super::child::{Child, ChildSpec, Finish};
-use super::execute::approved_plan;
 use super::{Agent, Effect, Phase, ToolRoot};
 use crate::conversation::{
     ToolCall, assistant, tool_calls, tool_results, user, user_event, user_text,
@@ -159,8 +158,7 @@ impl Agent {
     /// Logs the harness's Task tool_use and starts the verifier under it.
     fn start_verifier(&mut self, out: &mut Vec<Effect>) {
         let task_id = format!("verifier_{}", self.ids.batch());
-        let plan = approved_plan(&self.messages);
-        let prompt = verifier::brief(plan.as_deref(), &self.changes);
+        let prompt = verifier::brief(self.approved_plan.as_deref(), &self.changes);
         let definition = verifier::definition();
         let allowed = filter::allowed(&self.offered(), Some(&definition), false);
         let spec = ChildSpec {

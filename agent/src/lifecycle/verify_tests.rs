@@ -327,3 +327,28 @@ fn a_failing_verifier_or_copy_gives_partial() {
     assert_eq!(emitted(&effects)[0], verification_event(&want));
     assert!(agent.handle(Input::WorkspaceCopied(Ok(()))).is_empty());
 }
+
+#[test]
+fn the_brief_carries_the_approved_plan_as_the_user_left_it() {
+    let decided = |text: &str| {
+        with(
+            approved()[..4].to_vec(),
+            vec![EventBody::tool_result("p1", text, false)],
+        )
+    };
+    let cases = [
+        (approved(), "1. Add greet()."),
+        (
+            decided("## Approved Plan (edited by user):\n1. Add greet() and a test."),
+            "1. Add greet() and a test.",
+        ),
+        (decided("Plan approved."), "1. Add greet()."),
+    ];
+    for (transcript, plan) in cases {
+        let messages = execute_agent(&transcript, 10).messages().to_vec();
+        assert_eq!(
+            super::execute::approved_plan(&messages).as_deref(),
+            Some(plan)
+        );
+    }
+}
