@@ -23,6 +23,7 @@ impl Agent {
         if self.messages.len() == 1 {
             self.report_invalid_definitions(out);
         }
+        self.drop_interrupted_verification();
         let pending = self.unanswered_calls();
         if !pending.is_empty() {
             tracing::info!(calls = pending.len(), "resuming with unanswered tool calls");

@@ -16,11 +16,14 @@
 //!    `PARTIAL` with the reason;
 //! 4. [`Effect::RemoveCopy`], the `verification` event, the Task's tool_result, and the
 //!    execution's own `result`, then the exit.
+//!
+//! A process restarted while its verifier ran finds the harness's Task call unanswered at the
+//! end of the transcript; it drops that call and verifies again from the execution's summary.
 
 use std::collections::HashMap;
 
 use serde_json::json;
-use ultraplan_protocol::constants::VERIFICATION;
+use ultraplan_protocol::constants::{HARNESS_STARTED_BY, VERIFICATION};
 use ultraplan_protocol::events::{ResultEvent, Role, SystemEvent};
 use ultraplan_protocol::model::Message;
 use ultraplan_protocol::verdict::{Verdict, VerdictOutcome, parse_verdict};
@@ -98,6 +101,31 @@ impl Agent {
             if result.as_ref().is_some_and(|r| !r.is_error) {
                 self.changes.record(&call.name, &call.input);
             }
+        }
+    }
+
+    /// On resume: when the transcript ends with the harness's own Task call (an earlier process
+    /// stopped while its verifier ran), forgets that call, so the execution resumes at its
+    /// summary and is verified again unless its verdict was logged.
+    pub(super) fn drop_interrupted_verification(&mut self) {
+        let Some(last) = self.messages.last() else {
+            return;
+        };
+        let calls = tool_calls(last);
+        let harness = |c: &ToolCall| {
+            task_tool::is_task(&c.name)
+                && c.input
+                    .get("started_by")
+                    .and_then(serde_json::Value::as_str)
+                    == Some(HARNESS_STARTED_BY)
+        };
+        if self.executing()
+            && last.role == Role::Assistant
+            && !calls.is_empty()
+            && calls.iter().all(harness)
+        {
+            tracing::info!("resuming an execution whose verification was interrupted");
+            self.messages.pop();
         }
     }
 

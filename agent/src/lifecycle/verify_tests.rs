@@ -352,3 +352,35 @@ fn the_brief_carries_the_approved_plan_as_the_user_left_it() {
         );
     }
 }
+
+#[test]
+fn a_verification_cut_short_by_a_restart_runs_again_unless_its_verdict_was_logged() {
+    let harness = EventBody::assistant(vec![tool(
+        "verifier_9",
+        "Task",
+        verifier::task_input("brief"),
+    )]);
+    let verdict = verification_event(&Verdict {
+        verdict: VerdictOutcome::Pass,
+        evidence: "ok".into(),
+    });
+    let ran = vec![
+        call("e1", "Edit", edit()),
+        EventBody::tool_result("e1", "Edited", false),
+        said(SUMMARY, StopReason::EndTurn),
+    ];
+    let cases: [(Vec<EventBody>, &[&str]); 2] = [
+        (vec![harness.clone()], &["copy"]),
+        (vec![harness, verdict], &["result:success", "exit:0"]),
+    ];
+    for (tail, want) in cases {
+        let transcript = with(with(approved(), ran.clone()), tail);
+        let mut agent = execute_agent(&transcript, 10);
+        let effects = agent.handle(Input::Begin);
+        assert_eq!(labels(&effects), want);
+        if want == ["copy"] {
+            let effects = agent.handle(Input::WorkspaceCopied(Err("x".into())));
+            assert_eq!(result_text(&effects).as_deref(), Some(SUMMARY));
+        }
+    }
+}
