@@ -14,7 +14,8 @@
 //! - [`plan_tools`]: TodoWrite, AskUserQuestion and ExitPlanMode;
 //! - [`subagents`]: the `Task` tool's agent types, tool layers, forks and notifications;
 //! - [`tools`]: the workspace tools inside a [`Workspace`]: `Glob`, `Grep`, `Read`, and in
-//!   execution mode `Write`, `Edit` and `Bash`.
+//!   execution mode `Write`, `Edit` and `Bash`;
+//! - [`setup`]: `ultraplan-agent setup`, which runs an environment's setup commands.
 
 pub mod config;
 pub mod context;
@@ -23,6 +24,7 @@ pub mod lifecycle;
 pub mod plan_tools;
 pub mod prompts;
 pub mod runtime;
+pub mod setup;
 pub mod subagents;
 pub mod tools;
 pub mod workspace;
