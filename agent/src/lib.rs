@@ -16,6 +16,7 @@
 //! - [`tools`]: the workspace tools inside a [`Workspace`]: `Glob`, `Grep`, `Read`, and in
 //!   execution mode `Write`, `Edit` and `Bash`;
 //! - [`workspace_copy`]: the throw-away copy of the workspace the verifier runs in.
+//! - [`setup`]: `ultraplan-agent setup`, which runs an environment's setup commands.
 
 pub mod config;
 pub mod context;
@@ -24,6 +25,7 @@ pub mod lifecycle;
 pub mod plan_tools;
 pub mod prompts;
 pub mod runtime;
+pub mod setup;
 pub mod subagents;
 pub mod tools;
 pub mod workspace;

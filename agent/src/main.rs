@@ -1,4 +1,5 @@
-//! `ultraplan-agent`: the in-container agent (plan and execution modes). Frames on stdin/stdout, logs on
+//! `ultraplan-agent`: the in-container agent (plan and execution modes; `ultraplan-agent setup`
+//! runs an environment's setup commands). Frames on stdin/stdout, logs on
 //! stderr (filter from `ULTRAPLAN_LOG`, default `info`).
 
 use std::process::ExitCode;
@@ -14,6 +15,9 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     init_logging();
+    if std::env::args().nth(1).as_deref() == Some("setup") {
+        return setup();
+    }
     match serve(version) {
         Ok(outcome) => {
             if let Some(reason) = outcome.reason {
@@ -44,6 +48,22 @@ fn serve(version: &str) -> anyhow::Result<ultraplan_agent::Outcome> {
     // killed any command still running).
     runtime.shutdown_background();
     Ok(outcome)
+}
+
+/// `ultraplan-agent setup` (docs/ARCHITECTURE.md §6.5): the exit status is the failing
+/// command's, or `SETUP_INTERNAL_ERROR` when the commands could not run at all.
+fn setup() -> ExitCode {
+    use ultraplan_agent::setup;
+    use ultraplan_protocol::environment::SETUP_INTERNAL_ERROR;
+    let result = setup::SetupPaths::from_process()
+        .and_then(|paths| setup::run(std::io::stdin().lock(), &mut std::io::stdout(), &paths));
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("ultraplan-agent setup: {e}");
+            ExitCode::from(SETUP_INTERNAL_ERROR)
+        }
+    }
 }
 
 fn init_logging() {

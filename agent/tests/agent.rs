@@ -8,6 +8,9 @@ mod execute;
 #[path = "cases/protocol.rs"]
 mod protocol;
 
+#[path = "cases/setup.rs"]
+mod setup;
+
 #[path = "cases/subagents.rs"]
 mod subagents;
 

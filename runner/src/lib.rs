@@ -1,7 +1,9 @@
-//! Where agents run. Two parts:
+//! Where agents run. Three parts:
 //! - [`sandbox`] and [`workspace`]: the sandboxes that start the agent, and the writable copy
 //!   an execution works in with the patch made of it. The server's in-process runner uses
 //!   them as a library.
+//! - [`egress`]: the egress proxy through which an environment's setup sandbox reaches the
+//!   hosts of its network allow-list (docs/ARCHITECTURE.md §6.5).
 //! - `ultraplan-runner`, a keyless runner: it links out to an ultraplan server over one
 //!   WebSocket with a runner token, and runs the agents the server asks for in its local
 //!   sandbox (docs/ARCHITECTURE.md §5.3). The server keeps the sessions, the event log and the
@@ -11,6 +13,7 @@
 mod agent;
 mod bundle;
 mod context;
+pub mod egress;
 mod ledger;
 mod lines;
 mod link;

@@ -1,7 +1,9 @@
 //! Integration tests of the runner crate: its sandboxes hold (bwrap and Docker, limits,
-//! execution workspaces), and the `ultraplan-runner` binary against a real server.
+//! execution workspaces), the egress proxy, and the `ultraplan-runner` binary against a real
+//! server.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod egress;
 mod link;
 mod sandbox;
 mod sandbox_execution;
