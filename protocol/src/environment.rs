@@ -48,7 +48,8 @@ pub struct SetupInput {
 }
 
 /// The exit status `ultraplan-agent setup` uses when it could not run the commands at all
-/// (bad input, no shell); distinct from any status a command returns under 126.
+/// (bad input, no shell, the relay's port taken); it then says why on stderr, which tells it
+/// apart from a command that itself exits 125.
 pub const SETUP_INTERNAL_ERROR: u8 = 125;
 
 #[cfg(test)]

@@ -57,6 +57,10 @@ pub struct PatchSummary {
     /// New files too large to carry in a patch (build outputs, dumps); they are not in it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<LeftOut>,
+    /// The verifier's verdict on the execution, when it ran (an execution that changed
+    /// nothing is not verified).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<crate::verdict::Verdict>,
 }
 
 /// A path the patch does not carry: a new file too large for it, or a symlink the server

@@ -139,6 +139,8 @@ async fn start(
         agent_binary: ctx.settings.agent_binary.clone(),
         limits: ctx.settings.limits.clone(),
         log_filter: spec.log_filter.clone().unwrap_or_else(|| "info".to_owned()),
+        environment: None,
+        purpose: Default::default(),
     };
     let process = ctx
         .sandbox

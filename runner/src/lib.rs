@@ -2,8 +2,9 @@
 //! - [`sandbox`] and [`workspace`]: the sandboxes that start the agent, and the writable copy
 //!   an execution works in with the patch made of it. The server's in-process runner uses
 //!   them as a library.
-//! - [`egress`]: the egress proxy through which an environment's setup sandbox reaches the
-//!   hosts of its network allow-list (docs/ARCHITECTURE.md §6.5).
+//! - [`environment`] and [`egress`]: a repository's environment, set up once in a sandbox
+//!   that reaches the hosts of its network allow-list only through the egress proxy, and
+//!   cached for later sessions (docs/ARCHITECTURE.md §6.5).
 //! - `ultraplan-runner`, a keyless runner: it links out to an ultraplan server over one
 //!   WebSocket with a runner token, and runs the agents the server asks for in its local
 //!   sandbox (docs/ARCHITECTURE.md §5.3). The server keeps the sessions, the event log and the
@@ -14,6 +15,7 @@ mod agent;
 mod bundle;
 mod context;
 pub mod egress;
+pub mod environment;
 mod ledger;
 mod lines;
 mod link;

@@ -87,6 +87,13 @@ fn runner_settings(config: &Config) -> orchestrator::OrchestratorSettings {
     settings.runner_name = config.runner_name();
     settings.lease = std::time::Duration::from_secs(config.lease_seconds);
     settings.park_after = std::time::Duration::from_secs(config.park_after_seconds);
+    settings.environments = ultraplan_runner::environment::Environments::new(
+        ultraplan_runner::environment::EnvironmentCache::new(
+            config.environments_dir(),
+            std::time::Duration::from_secs(config.environment_ttl_hours.saturating_mul(3600)),
+        ),
+    );
+    settings.setup_timeout = std::time::Duration::from_secs(config.setup_timeout_seconds);
     settings
 }
 

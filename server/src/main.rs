@@ -112,6 +112,14 @@ struct ServeArgs {
     /// it is parked (stopped; the answer resumes it from the log on any runner).
     #[arg(long, env = "ULTRAPLAN_PARK_AFTER_SECONDS", default_value_t = defaults::PARK_AFTER_SECONDS)]
     park_after_seconds: u64,
+    /// Hours a cached environment (what a repository's `.ultraplan/environment.toml` setup
+    /// built) is reused by later sessions of the same owner before it is built again.
+    #[arg(long, env = "ULTRAPLAN_ENVIRONMENT_TTL_HOURS", default_value_t = defaults::ENVIRONMENT_TTL_HOURS)]
+    environment_ttl_hours: u64,
+    /// Longest an environment's setup may run, in seconds; an environment file's own
+    /// `timeout_seconds` may only lower it.
+    #[arg(long, env = "ULTRAPLAN_SETUP_TIMEOUT_SECONDS", default_value_t = defaults::SETUP_TIMEOUT_SECONDS)]
+    setup_timeout_seconds: u64,
     /// Tokens (input, output and cache) one session may spend before it is stopped.
     #[arg(
         long,
@@ -275,6 +283,8 @@ fn apply_serve_args(config: &mut Config, args: ServeArgs) {
     config.lease_seconds = args.lease_seconds.max(1);
     config.local_runner = !args.no_local_runner && args.local_runner == "on";
     config.park_after_seconds = args.park_after_seconds;
+    config.environment_ttl_hours = args.environment_ttl_hours.max(1);
+    config.setup_timeout_seconds = args.setup_timeout_seconds.max(1);
     config.session_token_budget = args.session_token_budget;
     config.workspace_max_bytes = args.workspace_max_bytes;
     config.bundle_limits.max_archive_bytes = args.max_bundle_bytes;

@@ -29,11 +29,14 @@ pub(super) fn ensure_venv<W: Write>(paths: &SetupPaths, out: &mut W) -> Result<(
         .stdin(Stdio::null())
         .output();
     let line = match result {
-        Ok(output) if output.status.success() => format!(
-            "created the Python virtual environment {} over the system's packages \
-             (install into it with `python3 -m pip install …`)",
-            venv.display()
-        ),
+        Ok(output) if output.status.success() => {
+            pip_shims(&venv);
+            format!(
+                "created the Python virtual environment {} over the system's packages \
+                 (`pip install …` and `python3 -m pip install …` install into it)",
+                venv.display()
+            )
+        }
         Ok(output) => format!(
             "could not create the Python virtual environment {}: {}",
             venv.display(),
@@ -43,6 +46,22 @@ pub(super) fn ensure_venv<W: Write>(paths: &SetupPaths, out: &mut W) -> Result<(
     };
     writeln!(out, "{line}").map_err(SetupError::Output)?;
     out.flush().map_err(SetupError::Output)
+}
+
+/// `pip` and `pip3` in the venv's `bin`: a venv made `--without-pip` has none, so a bare
+/// `pip` would be the system's, which refuses to install (PEP 668). Each runs the system's pip
+/// module with the venv's Python, which installs into the venv.
+fn pip_shims(venv: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let script = "#!/bin/sh\nexec \"$(dirname \"$0\")/python3\" -m pip \"$@\"\n";
+    for name in ["pip", "pip3"] {
+        let path = venv.join("bin").join(name);
+        let written = std::fs::write(&path, script)
+            .and_then(|()| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)));
+        if let Err(error) = written {
+            tracing::warn!(path = %path.display(), %error, "cannot write a pip shim");
+        }
+    }
 }
 
 /// The last line the failed command wrote on stderr, or its status.

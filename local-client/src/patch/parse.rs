@@ -80,6 +80,7 @@ pub fn summary(files: &[FilePatch], bytes: usize) -> PatchSummary {
         bytes: bytes as u64,
         base_commit: None,
         left_out: Vec::new(),
+        verdict: None,
     }
 }
 

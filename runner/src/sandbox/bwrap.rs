@@ -26,6 +26,10 @@ pub const NPROC_BACKSTOP: u64 = 8192;
 const STAGE_DIR: &str = "/tmp";
 const STAGED_WORKSPACE: &str = "/tmp/workspace";
 const STAGED_AGENT: &str = "/tmp/ultraplan-agent";
+const STAGED_ENVIRONMENT: &str = "/tmp/environment";
+const STAGED_EGRESS: &str = "/tmp/egress.sock";
+/// The most bind sources a sandbox stages: workspace, agent, environment, egress socket.
+const MAX_STAGED: usize = 4;
 
 /// What this host lets the bwrap runner enforce (decided once per process).
 #[derive(Debug)]
@@ -154,7 +158,7 @@ impl Stage {
             ))?;
             // Opened in this namespace before /tmp is covered (a source may live under it); a
             // descriptor from the server's namespace could not be bound here.
-            let mut fds = [-1; 2];
+            let mut fds = [-1; MAX_STAGED];
             for ((source, _, _), fd) in self.binds.iter().zip(fds.iter_mut()) {
                 *fd = libc::open(source.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
                 check(*fd)?;
@@ -215,9 +219,10 @@ fn fd_path(fd: libc::c_int, out: &mut [u8; 32]) {
     out[PREFIX.len() + len] = 0;
 }
 
-/// Start the agent under bubblewrap with everything this host enforces.
+/// Start the agent (or, for a setup, `ultraplan-agent setup`) under bubblewrap with
+/// everything this host enforces.
 pub fn spawn(req: &SandboxRequest) -> Result<AgentProcess, SandboxError> {
-    spawn_with_args(req, &[])
+    spawn_with_args(req, req.agent_args())
 }
 
 /// [`spawn`] with arguments for the agent (the start-up probe passes `--version`).
@@ -247,12 +252,21 @@ pub fn spawn_with_args(req: &SandboxRequest, extra: &[&str]) -> Result<AgentProc
                 CString::new(source.as_os_str().as_encoded_bytes()).map_err(spawn_error)?;
             Ok((source, cstr(target)?, dir))
         };
-        let binds = vec![
+        let mut binds = vec![
             bind(&req.workspace, STAGED_WORKSPACE, true)?,
             bind(&req.agent_binary, STAGED_AGENT, false)?,
         ];
         layout.workspace = PathBuf::from(STAGED_WORKSPACE);
         layout.agent = PathBuf::from(STAGED_AGENT);
+        if let Some(dir) = &req.environment {
+            binds.push(bind(dir, STAGED_ENVIRONMENT, true)?);
+            layout.environment = Some(PathBuf::from(STAGED_ENVIRONMENT));
+        }
+        if let Some(socket) = req.egress() {
+            binds.push(bind(socket, STAGED_EGRESS, false)?);
+            layout.egress = Some(PathBuf::from(STAGED_EGRESS));
+        }
+        debug_assert!(binds.len() <= MAX_STAGED);
         Some(Stage {
             dir: cstr(STAGE_DIR)?,
             tmpfs: cstr("tmpfs")?,

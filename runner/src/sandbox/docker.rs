@@ -25,6 +25,7 @@ use super::spec::{
     AGENT_MOUNT, SANDBOX_UID, SandboxRequest, TMP_BYTES, TOOLCHAIN_DIRS, TOOLCHAIN_ETC,
     WORKSPACE_MOUNT,
 };
+use ultraplan_protocol::environment::{EGRESS_SOCKET_MOUNT, ENV_MOUNT, ENV_VAR};
 
 /// Label on every container the server starts.
 pub const MANAGED_LABEL: &str = "dev.ultraplan.managed";
@@ -75,10 +76,31 @@ pub fn container_spec_with(
         "{}:{WORKSPACE_MOUNT}:{mode}",
         req.workspace.display()
     )];
-    if req.writable {
+    if req.toolchain() {
         binds.extend(toolchain.iter().map(|p| format!("{p}:{p}:ro")));
     }
-    let uid = if req.writable && server_uid != 0 {
+    if let Some(dir) = &req.environment {
+        let mode = if req.setup() { "rw" } else { "ro" };
+        binds.push(format!("{}:{ENV_MOUNT}:{mode}", dir.display()));
+    }
+    if let Some(socket) = req.egress() {
+        binds.push(format!("{}:{EGRESS_SOCKET_MOUNT}", socket.display()));
+    }
+    let mut env = vec![
+        format!("ULTRAPLAN_WORKSPACE={WORKSPACE_MOUNT}"),
+        format!("ULTRAPLAN_LOG={}", req.log_filter),
+        "HOME=/tmp".to_owned(),
+    ];
+    if req.environment.is_some() {
+        env.push(format!("{ENV_VAR}={ENV_MOUNT}"));
+    }
+    // The image's entrypoint is the agent; a setup run passes it `setup`.
+    let cmd = if req.setup() {
+        req.agent_args().iter().map(|a| (*a).to_owned()).collect()
+    } else {
+        vec![AGENT_MOUNT.to_owned()]
+    };
+    let uid = if (req.writable || req.setup()) && server_uid != 0 {
         server_uid
     } else {
         SANDBOX_UID
@@ -107,14 +129,10 @@ pub fn container_spec_with(
     };
     ContainerCreateBody {
         image: Some(image.to_owned()),
-        cmd: Some(vec![AGENT_MOUNT.to_owned()]),
+        cmd: Some(cmd),
         user: Some(format!("{uid}:{uid}")),
         working_dir: Some(WORKSPACE_MOUNT.to_owned()),
-        env: Some(vec![
-            format!("ULTRAPLAN_WORKSPACE={WORKSPACE_MOUNT}"),
-            format!("ULTRAPLAN_LOG={}", req.log_filter),
-            "HOME=/tmp".to_owned(),
-        ]),
+        env: Some(env),
         labels: Some(HashMap::from([
             (MANAGED_LABEL.to_owned(), "true".to_owned()),
             (SESSION_LABEL.to_owned(), req.session_id.clone()),
@@ -355,6 +373,7 @@ fn watch_exit(docker: Docker, name: String) -> JoinHandle<AgentExit> {
                 return AgentExit {
                     success: false,
                     description: format!("waiting on the container failed: {e}"),
+                    code: None,
                 };
             }
             None => -1,
@@ -362,6 +381,7 @@ fn watch_exit(docker: Docker, name: String) -> JoinHandle<AgentExit> {
         AgentExit {
             success: code == 0,
             description: format!("container exit code {code}"),
+            code: i32::try_from(code).ok().filter(|c| *c >= 0),
         }
     })
 }

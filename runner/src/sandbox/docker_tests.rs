@@ -12,6 +12,8 @@ fn containers_are_locked_down() {
         agent_binary: PathBuf::from("/opt/agent"),
         limits: SandboxLimits::default(),
         log_filter: "info".into(),
+        environment: None,
+        purpose: Default::default(),
     };
     let spec = container_spec(&req, "ultraplan-agent:abc", "inst1");
     let host = spec.host_config.clone().expect("host config");

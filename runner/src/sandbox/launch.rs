@@ -22,6 +22,8 @@ pub type AgentOutput = Pin<Box<dyn AsyncRead + Send>>;
 pub struct AgentExit {
     pub success: bool,
     pub description: String,
+    /// The exit status (128 + the signal's number when a signal ended it), when known.
+    pub code: Option<i32>,
 }
 
 /// What a linked runner made of an executing agent's workspace: the diff and its summary,
@@ -164,6 +166,7 @@ impl AgentControl {
                 };
                 status.map(|status| AgentExit {
                     success: status.success(),
+                    code: exit_code(status),
                     description: std::iter::once(status.to_string())
                         .chain(limits)
                         .collect::<Vec<_>>()
@@ -174,6 +177,12 @@ impl AgentControl {
             Handle::Remote(remote) => remote.wait().await,
         }
     }
+}
+
+/// The status a shell would report: the code, or 128 + the signal's number.
+fn exit_code(status: std::process::ExitStatus) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    status.code().or_else(|| status.signal().map(|s| 128 + s))
 }
 
 /// What the cgroup's limits stopped, then the cgroup removed (its stragglers killed).

@@ -21,6 +21,8 @@ pub(super) async fn bwrap(agent_binary: &Path) -> Result<(), String> {
         agent_binary: agent_binary.to_path_buf(),
         limits: SandboxLimits::default(),
         log_filter: "warn".to_owned(),
+        environment: None,
+        purpose: Default::default(),
     };
     let process = bwrap::spawn_with_args(&req, &["--version"]).map_err(|e| e.to_string())?;
     let (stdin, _stdout, mut stderr, mut control) =

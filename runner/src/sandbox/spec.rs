@@ -2,6 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
+use ultraplan_protocol::environment::{EGRESS_SOCKET_MOUNT, ENV_MOUNT, ENV_VAR};
+
 /// Where the bundle appears inside the sandbox.
 pub const WORKSPACE_MOUNT: &str = "/workspace";
 /// Where the agent binary appears inside the sandbox.
@@ -61,6 +63,49 @@ pub struct SandboxRequest {
     pub limits: SandboxLimits,
     /// `ULTRAPLAN_LOG` for the agent's stderr logging.
     pub log_filter: String,
+    /// Host path of a prepared environment, bound at `/env`: read-write while its setup
+    /// runs, read-only for agents (docs/ARCHITECTURE.md §6.5).
+    pub environment: Option<PathBuf>,
+    /// What runs in the sandbox.
+    pub purpose: Purpose,
+}
+
+/// What a sandbox runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Purpose {
+    /// The agent, speaking frames on stdio.
+    #[default]
+    Agent,
+    /// `ultraplan-agent setup`: an environment's setup commands, with the environment
+    /// writable, the workspace read-only, and the egress proxy's socket (when the setup may
+    /// reach the network) bound at [`EGRESS_SOCKET_MOUNT`].
+    Setup { egress: Option<PathBuf> },
+}
+
+impl SandboxRequest {
+    /// Whether the environment is bound writable (during its setup only).
+    pub fn setup(&self) -> bool {
+        matches!(self.purpose, Purpose::Setup { .. })
+    }
+
+    /// The egress proxy's host socket, for a setup that may reach the network.
+    pub fn egress(&self) -> Option<&Path> {
+        match &self.purpose {
+            Purpose::Setup { egress } => egress.as_deref(),
+            Purpose::Agent => None,
+        }
+    }
+
+    /// Whether the host toolchain is bound (read-only): for `Bash` in execution, for setup,
+    /// and wherever an environment (whose programs link against it) is bound.
+    pub fn toolchain(&self) -> bool {
+        self.writable || self.environment.is_some() || self.setup()
+    }
+
+    /// The agent's arguments: `setup` for a setup run, none for the agent.
+    pub fn agent_args(&self) -> &'static [&'static str] {
+        if self.setup() { &["setup"] } else { &[] }
+    }
 }
 
 /// A fully specified command: program, arguments, the complete environment (nothing is
@@ -97,13 +142,21 @@ fn prlimit_args(limits: &SandboxLimits, nproc: u64) -> Vec<String> {
 pub fn process_spec(req: &SandboxRequest) -> CommandSpec {
     let mut args = prlimit_args(&req.limits, req.limits.processes);
     args.push(path_arg(&req.agent_binary));
+    args.extend(req.agent_args().iter().map(|a| (*a).to_owned()));
+    let mut env = vec![
+        ("ULTRAPLAN_WORKSPACE".to_owned(), path_arg(&req.workspace)),
+        ("ULTRAPLAN_LOG".to_owned(), req.log_filter.clone()),
+    ];
+    if let Some(dir) = &req.environment {
+        env.push((ENV_VAR.to_owned(), path_arg(dir)));
+    }
+    if let Some(socket) = req.egress() {
+        env.push(("ULTRAPLAN_EGRESS_SOCKET".to_owned(), path_arg(socket)));
+    }
     CommandSpec {
         program: PathBuf::from("prlimit"),
         args,
-        env: vec![
-            ("ULTRAPLAN_WORKSPACE".to_owned(), path_arg(&req.workspace)),
-            ("ULTRAPLAN_LOG".to_owned(), req.log_filter.clone()),
-        ],
+        env,
         cwd: Some(req.workspace.clone()),
     }
 }
@@ -115,6 +168,10 @@ pub struct BwrapLayout {
     pub workspace: PathBuf,
     /// The agent binary as bwrap sees it.
     pub agent: PathBuf,
+    /// The environment as bwrap sees it, when one is bound.
+    pub environment: Option<PathBuf>,
+    /// The egress socket as bwrap sees it, for a setup that may reach the network.
+    pub egress: Option<PathBuf>,
     pub seccomp_fd: Option<i32>,
 }
 
@@ -124,6 +181,8 @@ impl BwrapLayout {
         BwrapLayout {
             workspace: req.workspace.clone(),
             agent: req.agent_binary.clone(),
+            environment: req.environment.clone(),
+            egress: req.egress().map(Path::to_path_buf),
             seccomp_fd: None,
         }
     }
@@ -176,10 +235,18 @@ pub fn bwrap_args(req: &SandboxRequest, layout: &BwrapLayout) -> Vec<String> {
     ]
     .map(str::to_owned)
     .to_vec();
-    if req.writable {
+    if req.toolchain() {
         for path in TOOLCHAIN_DIRS.iter().chain(TOOLCHAIN_ETC.iter()) {
             args.extend(["--ro-bind-try", path, path].map(str::to_owned));
         }
+    }
+    if let Some(dir) = &layout.environment {
+        let bind = if req.setup() { "--bind" } else { "--ro-bind" };
+        args.extend([bind, &path_arg(dir), ENV_MOUNT].map(str::to_owned));
+        args.extend(["--setenv", ENV_VAR, ENV_MOUNT].map(str::to_owned));
+    }
+    if let Some(socket) = &layout.egress {
+        args.extend(["--bind", &path_arg(socket), EGRESS_SOCKET_MOUNT].map(str::to_owned));
     }
     // The sandbox's own root stays read-only too: only the workspace (in execution) and the
     // private /tmp take writes.
@@ -232,6 +299,8 @@ mod tests {
             agent_binary: PathBuf::from("/opt/ultraplan-agent"),
             limits: SandboxLimits::default(),
             log_filter: "info".into(),
+            environment: None,
+            purpose: Purpose::Agent,
         }
     }
 
@@ -308,6 +377,8 @@ mod tests {
         let layout = BwrapLayout {
             workspace: PathBuf::from("/tmp/staged/workspace"),
             agent: PathBuf::from("/tmp/staged/agent"),
+            environment: None,
+            egress: None,
             seccomp_fd: Some(9),
         };
         let args = bwrap_args(&req, &layout);
@@ -335,6 +406,62 @@ mod tests {
                 .any(|p| *p == "/etc" || p.starts_with("/home"))
         );
         assert!(after(&args(false), "--ro-bind-try").is_empty());
+    }
+
+    #[test]
+    fn an_environment_is_writable_in_its_setup_only() {
+        let cases = [
+            // (writable workspace, purpose, env bind flag, workspace flag, egress bound)
+            (false, Purpose::Agent, "--ro-bind", "--ro-bind", false),
+            (true, Purpose::Agent, "--ro-bind", "--bind", false),
+            (
+                false,
+                Purpose::Setup { egress: None },
+                "--bind",
+                "--ro-bind",
+                false,
+            ),
+            (
+                false,
+                Purpose::Setup {
+                    egress: Some(PathBuf::from("/run/e.sock")),
+                },
+                "--bind",
+                "--ro-bind",
+                true,
+            ),
+        ];
+        for (writable, purpose, env_flag, ws_flag, egress) in cases {
+            let mut req = request(writable);
+            req.environment = Some(PathBuf::from("/data/env/k1"));
+            req.purpose = purpose.clone();
+            let args = bwrap_args(&req, &BwrapLayout::direct(&req));
+            let binds = |flag: &str| -> Vec<String> {
+                args.windows(3)
+                    .filter(|w| w[0] == flag)
+                    .map(|w| format!("{}={}", w[1], w[2]))
+                    .collect()
+            };
+            assert!(
+                binds(env_flag).contains(&"/data/env/k1=/env".to_owned()),
+                "{purpose:?}"
+            );
+            assert!(
+                binds(ws_flag).contains(&"/data/bundles/abc=/workspace".to_owned()),
+                "{purpose:?}"
+            );
+            assert_eq!(
+                binds("--bind").contains(&"/run/e.sock=/run/ultraplan/egress.sock".to_owned()),
+                egress,
+                "{purpose:?}"
+            );
+            assert!(after(&args, "--ro-bind-try").contains(&"/usr"), "toolchain");
+            assert!(
+                args.windows(3)
+                    .any(|w| w[0] == "--setenv" && w[1] == "ULTRAPLAN_ENV" && w[2] == "/env")
+            );
+            assert_eq!(req.agent_args().is_empty(), purpose == Purpose::Agent);
+        }
     }
 
     #[test]

@@ -63,6 +63,7 @@ pub fn summarize(name_status_raw: &[u8], numstat_raw: &[u8], diff_bytes: usize) 
         bytes: u64::try_from(diff_bytes).unwrap_or(u64::MAX),
         base_commit: None,
         left_out: Vec::new(),
+        verdict: None,
     }
 }
 

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod egress;
+mod environment;
 mod link;
 mod sandbox;
 mod sandbox_execution;

@@ -570,6 +570,8 @@ impl Fixture {
             agent_binary: probe.to_path_buf(),
             limits: SandboxLimits::default(),
             log_filter: "warn".to_owned(),
+            environment: None,
+            purpose: Default::default(),
         }
     }
 }

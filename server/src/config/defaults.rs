@@ -15,6 +15,10 @@ pub const MAX_RUNNING: usize = 16;
 pub const LEASE_SECONDS: u64 = 30;
 /// Seconds an agent waiting on a person keeps its sandbox before it is parked.
 pub const PARK_AFTER_SECONDS: u64 = 60;
+/// Hours a cached environment is reused before it is built again.
+pub const ENVIRONMENT_TTL_HOURS: u64 = 7 * 24;
+/// Seconds an environment's setup may run (an environment file may ask for less).
+pub const SETUP_TIMEOUT_SECONDS: u64 = 900;
 /// Tokens one session may spend before it is stopped.
 pub const SESSION_TOKEN_BUDGET: u64 = 5_000_000;
 /// Size cap of an execution workspace: 2 GiB.

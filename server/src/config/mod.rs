@@ -52,6 +52,10 @@ pub struct Config {
     pub local_runner: bool,
     /// Seconds an agent waiting on a person keeps its sandbox before it is parked.
     pub park_after_seconds: u64,
+    /// Hours a cached environment is reused before it is built again.
+    pub environment_ttl_hours: u64,
+    /// Longest an environment's setup may run, in seconds.
+    pub setup_timeout_seconds: u64,
     /// Tokens a session may spend before it is stopped.
     pub session_token_budget: u64,
     /// Requests per user, and per client address for requests that do not authenticate.
@@ -91,6 +95,8 @@ impl Config {
             lease_seconds: defaults::LEASE_SECONDS,
             local_runner: true,
             park_after_seconds: defaults::PARK_AFTER_SECONDS,
+            environment_ttl_hours: defaults::ENVIRONMENT_TTL_HOURS,
+            setup_timeout_seconds: defaults::SETUP_TIMEOUT_SECONDS,
             session_token_budget: defaults::SESSION_TOKEN_BUDGET,
             rate_limits: RateLimits::default(),
             request_limits: RequestLimits::default(),
@@ -139,6 +145,11 @@ impl Config {
     }
 
     /// Where bundles live.
+    /// Where this process caches built environments.
+    pub fn environments_dir(&self) -> PathBuf {
+        self.data_dir.join("environments")
+    }
+
     pub fn bundles_dir(&self) -> PathBuf {
         self.data_dir.join("bundles")
     }

@@ -11,9 +11,11 @@ mod restart;
 
 use std::path::PathBuf;
 
+use ultraplan_protocol::constants::VERIFICATION;
 use ultraplan_protocol::events::EventBody;
 use ultraplan_protocol::frames::AgentMode;
 use ultraplan_protocol::patch::{Execution, ExecutionState};
+use ultraplan_protocol::verdict::Verdict;
 use ultraplan_protocol::{ExitPlanModeScanner, ScanResult};
 
 pub use fresh_copy::{EXECUTION_RESTARTED, EXECUTION_STARTED, is_execution_started, restart_point};
@@ -96,9 +98,10 @@ pub async fn finish_from(
     source: PatchSource,
 ) -> Result<(), ExecutionError> {
     let local = matches!(source, PatchSource::Workspace);
+    let verdict = verdict_of(state, &session.id).await;
     let outcome = match source {
-        PatchSource::Workspace => compute(state, session).await,
-        PatchSource::Remote(patch) => store_remote(state, session, patch).await,
+        PatchSource::Workspace => compute(state, session, verdict).await,
+        PatchSource::Remote(patch) => store_remote(state, session, patch, verdict).await,
     };
     let event = match &outcome {
         Ok(patch) => patch_result(&session.id, &patch.summary, &ending),
@@ -158,9 +161,33 @@ async fn remove_workspace(state: &Core, session_id: &str) {
     }
 }
 
-async fn compute(state: &Core, session: &SessionRow) -> Result<Patch, ExecutionError> {
+/// The verdict of the execution's verifier: the last `verification` note since the
+/// execution (last) started (docs/ARCHITECTURE.md §6.6).
+async fn verdict_of(state: &Core, session_id: &str) -> Option<Verdict> {
+    let events = match state.events_after(session_id, 0).await {
+        Ok(events) => events,
+        Err(error) => {
+            tracing::warn!(session_id, %error, "cannot read the log for the verdict");
+            return None;
+        }
+    };
+    let bodies: Vec<EventBody> = events.into_iter().map(|e| e.body).collect();
+    let start = bodies.iter().rposition(is_execution_started).unwrap_or(0);
+    bodies[start..].iter().rev().find_map(|body| match body {
+        EventBody::System(s) if s.subtype == VERIFICATION => {
+            serde_json::from_value(s.data.clone()).ok()
+        }
+        _ => None,
+    })
+}
+
+async fn compute(
+    state: &Core,
+    session: &SessionRow,
+    verdict: Option<Verdict>,
+) -> Result<Patch, ExecutionError> {
     let patch = patch_of(&workspace_root(state, &session.id), MAX_PATCH_BYTES).await?;
-    save(state, session, patch).await
+    save(state, session, patch, verdict).await
 }
 
 /// A remote runner's patch, checked like any input from across a boundary: its size, and the
@@ -169,6 +196,7 @@ async fn store_remote(
     state: &Core,
     session: &SessionRow,
     patch: Option<RemotePatch>,
+    verdict: Option<Verdict>,
 ) -> Result<Patch, ExecutionError> {
     let (diff, summary) = match patch {
         Some(Ok(patch)) => patch,
@@ -183,7 +211,7 @@ async fn store_remote(
         return Err(WorkspaceError::TooLarge(MAX_PATCH_BYTES).into());
     }
     remote::check_summary(&diff, &summary).map_err(ExecutionError::Remote)?;
-    save(state, session, Patch { diff, summary }).await
+    save(state, session, Patch { diff, summary }, verdict).await
 }
 
 /// The diff goes to the blob store (`patches/<session>.diff`), where every replica finds it;
@@ -193,8 +221,10 @@ async fn save(
     state: &Core,
     session: &SessionRow,
     mut patch: Patch,
+    verdict: Option<Verdict>,
 ) -> Result<Patch, ExecutionError> {
     patch.summary.base_commit = session.context.base.commit.clone();
+    patch.summary.verdict = verdict;
     if !patch.diff.is_empty() {
         let blobs = state
             .config

@@ -45,10 +45,25 @@ fn text(session_id: &str, summary: &PatchSummary, ending: &Ending) -> String {
     out.push_str(&format!(": {}.\n\n", summary.headline()));
     out.push_str(&file_list(summary));
     out.push_str(&left_out(summary));
+    out.push_str(&verdict_line(summary));
     out.push_str(&format!(
         "\nApply it to your checkout with `ultraplan pull {session_id}`."
     ));
     out
+}
+
+/// The verifier's verdict, with the first line of its evidence.
+fn verdict_line(summary: &PatchSummary) -> String {
+    let Some(verdict) = &summary.verdict else {
+        return String::new();
+    };
+    let first = verdict.evidence.lines().find(|l| !l.trim().is_empty());
+    let mut line = format!("\nVerification: {}", verdict.verdict.as_str());
+    if let Some(first) = first {
+        line.push_str(&format!(" — {}", first.trim()));
+    }
+    line.push('\n');
+    line
 }
 
 fn file_list(summary: &PatchSummary) -> String {

@@ -285,8 +285,30 @@ impl Orchestrator {
             "the server restarted before the patch was made",
         )
         .await?;
+        self.sweep_environments();
         self.inner.kick.notify_one();
         Ok(requeued)
+    }
+
+    /// Remove expired environment snapshots nobody uses, now and every hour while the
+    /// orchestrator lives (docs/ARCHITECTURE.md §6.5).
+    fn sweep_environments(&self) {
+        let inner = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(std::time::Duration::from_secs(3600));
+            loop {
+                every.tick().await;
+                let Some(inner) = inner.upgrade() else { return };
+                let cache = inner.settings.environments.cache().clone();
+                drop(inner);
+                let removed = tokio::task::spawn_blocking(move || cache.sweep())
+                    .await
+                    .unwrap_or(0);
+                if removed > 0 {
+                    tracing::info!(removed, "removed expired environment snapshots");
+                }
+            }
+        });
     }
 }
 

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::runner::SandboxLimits;
+use ultraplan_runner::environment::{EnvironmentCache, Environments};
 
 /// How sessions are run.
 #[derive(Debug, Clone)]
@@ -32,6 +33,10 @@ pub struct OrchestratorSettings {
     pub claim_poll: Duration,
     /// How long an agent waiting on a person keeps its sandbox before it is parked.
     pub park_after: Duration,
+    /// Built environments on this machine (docs/ARCHITECTURE.md §6.5).
+    pub environments: Environments,
+    /// Longest an environment's setup may run.
+    pub setup_timeout: Duration,
 }
 
 impl OrchestratorSettings {
@@ -52,6 +57,11 @@ impl OrchestratorSettings {
             lease: Duration::from_secs(30),
             claim_poll: Duration::from_secs(1),
             park_after: Duration::from_secs(60),
+            environments: Environments::new(EnvironmentCache::new(
+                std::env::temp_dir().join("ultraplan-environments"),
+                Duration::from_secs(7 * 24 * 3600),
+            )),
+            setup_timeout: Duration::from_secs(900),
         }
     }
 }

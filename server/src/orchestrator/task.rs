@@ -3,6 +3,7 @@
 mod agent_loop;
 mod calls;
 mod claim;
+mod environment;
 mod execution;
 
 use std::path::PathBuf;
@@ -64,6 +65,8 @@ struct SessionTask {
     patched: bool,
     /// What a remote runner made of the executing agent's workspace, once it exited.
     remote_patch: Option<crate::execution::RemotePatch>,
+    /// The environment snapshot the current agent uses (kept from sweeping while held).
+    environment: Option<ultraplan_runner::environment::Lease>,
 }
 
 /// How one agent's run ended.
@@ -106,6 +109,7 @@ pub async fn run(inner: Arc<Inner>, task: Task) {
         cut_short: None,
         patched: false,
         remote_patch: None,
+        environment: None,
     };
     if launch.resumed && !task.resume(claim.took_over).await {
         task.release(false).await;
@@ -169,6 +173,10 @@ impl SessionTask {
                     tokio::time::Instant::now() + Duration::from_secs(timeout_seconds)
                 }
             };
+            if let environment::Readiness::Ended = self.ready_environment(&transcript).await? {
+                self.cut_short = Some("its environment could not be made ready".to_owned());
+                break;
+            }
             match self
                 .run_agent((transcript, last_id), deadline, timeout_seconds, commands)
                 .await?
@@ -270,6 +278,8 @@ impl SessionTask {
             agent_binary: self.inner.settings.agent_binary.clone(),
             limits: self.inner.settings.limits.clone(),
             log_filter: self.inner.settings.agent_log_filter.clone(),
+            environment: self.environment.as_ref().map(|lease| lease.tree.clone()),
+            purpose: Default::default(),
         };
         let lease = RemoteLaunch {
             epoch: self.lease.epoch,

@@ -64,7 +64,13 @@ impl ModelBackend for Implementer {
     ) -> Result<Completion, ModelError> {
         self.requests.lock().expect("lock").push(request.clone());
         let executing = request.tools.iter().any(|t| t.name == "Bash");
-        let response = if !executing {
+        let verifier = executing && !request.tools.iter().any(|t| t.name == "Write");
+        let response = if verifier {
+            turn(
+                vec![ContentBlock::text("Checked src/auth.rs.\nVERDICT: PASS")],
+                StopReason::EndTurn,
+            )
+        } else if !executing {
             tool(
                 "plan1",
                 "ExitPlanMode",

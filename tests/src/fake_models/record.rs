@@ -119,6 +119,13 @@ impl RecordedRequest {
     }
 
     /// Names of the tools offered, in both wire formats.
+    /// Whether this is the execution verifier's request: it may run Bash but not edit.
+    pub fn is_verifier(&self) -> bool {
+        let tools = self.tool_names();
+        let has = |name: &str| tools.iter().any(|t| t == name);
+        has("Bash") && !has("Write") && !has("Edit")
+    }
+
     pub fn tool_names(&self) -> Vec<String> {
         let tools = self.json.as_ref().and_then(|j| j.get("tools"));
         let Some(tools) = tools.and_then(Value::as_array) else {

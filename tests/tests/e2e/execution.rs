@@ -38,6 +38,12 @@ fn probes(fake_port: u16, host: &Path, marker: &str) -> String {
 /// that never ends (killed at 1 s), then a summary.
 fn script(fake_port: Arc<AtomicU16>, host: PathBuf, marker: String) -> Script {
     Script::from_fn(move |req: &RecordedRequest| {
+        if req.is_verifier() {
+            return match req.tool_results().len() {
+                0 => Reply::tool_use("Bash", json!({"command": "sh test.sh"})),
+                _ => Reply::text("Ran `sh test.sh`: exit code 0.\nVERDICT: PASS"),
+            };
+        }
         let fake_port = fake_port.load(Ordering::Relaxed);
         let executing = req.tool_names().iter().any(|t| t == "Bash");
         if !executing {
@@ -408,6 +414,9 @@ async fn the_offline_planner_executes_nothing_and_says_why() {
 /// Plans, writes `DONE.txt`, then starts a command that runs for minutes, then finishes.
 fn slow_script() -> Script {
     Script::from_fn(|req: &RecordedRequest| {
+        if req.is_verifier() {
+            return Reply::text("DONE.txt is there.\nVERDICT: PASS");
+        }
         if !req.tool_names().iter().any(|t| t == "Bash") {
             return Reply::exit_plan_mode("1. Write DONE.txt\n2. Run the slow job");
         }
@@ -536,6 +545,9 @@ async fn an_execution_past_its_time_limit_keeps_its_patch() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plan_approved_after_its_agent_died_still_executes() {
     let script = Script::from_fn(|req: &RecordedRequest| {
+        if req.is_verifier() {
+            return Reply::text("DONE.txt is there.\nVERDICT: PASS");
+        }
         if !req.tool_names().iter().any(|t| t == "Bash") {
             return Reply::exit_plan_mode("1. Write DONE.txt");
         }

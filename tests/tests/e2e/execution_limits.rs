@@ -20,6 +20,9 @@ const ESCAPES: &str = "unshare -U true 2>&1 && echo USERNS_OPEN || echo USERNS_R
 
 fn script() -> Script {
     Script::from_fn(|req: &RecordedRequest| {
+        if req.is_verifier() {
+            return Reply::text("Nothing to test.\nVERDICT: PARTIAL");
+        }
         if !req.tool_names().iter().any(|t| t == "Bash") {
             return Reply::exit_plan_mode("1. Fill the disk\n2. Try to leave the sandbox");
         }
@@ -63,7 +66,9 @@ async fn an_execution_that_fills_its_disk_ends_with_the_patch_of_what_fit() {
 
     let outputs: Vec<String> = fake
         .requests()
-        .last()
+        .iter()
+        .rev()
+        .find(|r| !r.is_verifier())
         .map(|r| r.tool_results().into_iter().map(|t| t.text).collect())
         .unwrap_or_default();
     let fill = outputs

@@ -20,6 +20,9 @@ use crate::faults::assert_log_whole;
 /// runner is killed under it) and ends at once after.
 fn script(slow_jobs: Arc<AtomicUsize>) -> Script {
     Script::from_fn(move |req: &RecordedRequest| {
+        if req.is_verifier() {
+            return Reply::text("DONE.txt is there.\nVERDICT: PASS");
+        }
         if !req.tool_names().iter().any(|t| t == "Bash") {
             return Reply::exit_plan_mode("1. Write DONE.txt\n2. Run the job");
         }
@@ -109,7 +112,11 @@ async fn an_execution_whose_runner_died_starts_over_on_a_fresh_copy() {
     let from_approval = fake
         .requests()
         .iter()
-        .filter(|r| r.tool_names().iter().any(|t| t == "Bash") && r.tool_results().len() == 1)
+        .filter(|r| {
+            r.tool_names().iter().any(|t| t == "Bash")
+                && !r.is_verifier()
+                && r.tool_results().len() == 1
+        })
         .count();
     assert_eq!(from_approval, 2, "the execution started over once");
     assert_eq!(slow_jobs.load(Ordering::SeqCst), 2);

@@ -6,6 +6,7 @@ mod bundle_encoding;
 mod cli_script;
 mod cluster;
 mod common;
+mod environments;
 mod execution;
 mod execution_limits;
 mod failover;

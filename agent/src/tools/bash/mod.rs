@@ -111,12 +111,17 @@ async fn run_with_shells(
              cannot run here; use the other tools.",
         );
     };
+    // The sandbox sets this where a prepared environment is bound (read-only).
+    let env_root = std::env::var_os(ultraplan_protocol::environment::ENV_VAR)
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from);
     let job = Job {
         shell: &shell,
         command: &input.command,
         cwd: workspace.root(),
         timeout: Duration::from_millis(timeout_ms),
         max_chars: MAX_OUTPUT_CHARS,
+        env_root: env_root.as_deref(),
     };
     let description = input.description.as_deref().unwrap_or_default();
     tracing::debug!(command = %input.command, description, timeout_ms, "running a command");

@@ -29,6 +29,39 @@ pub const SHELL_ENV: [(&str, &str); 5] = [
     ("TERM", "dumb"),
 ];
 
+/// The environment of a command: [`SHELL_ENV`], and when a prepared environment is bound
+/// (`env_root`, from `ULTRAPLAN_ENV`), its programs first on `PATH` and its Python virtual
+/// environment active (docs/ARCHITECTURE.md §6.5).
+pub fn shell_env(env_root: Option<&Path>) -> Vec<(String, String)> {
+    let mut vars: Vec<(String, String)> = SHELL_ENV
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    let Some(root) = env_root else {
+        return vars;
+    };
+    let venv = root.join("venv");
+    let mut path = vec![venv.join("bin"), root.join("bin")];
+    path.retain(|p| p.is_dir());
+    let base = SHELL_ENV[0].1;
+    let joined: Vec<String> = path.iter().map(|p| p.display().to_string()).collect();
+    if let Some(entry) = vars.iter_mut().find(|(k, _)| k == "PATH") {
+        entry.1 = joined
+            .into_iter()
+            .chain([base.to_owned()])
+            .collect::<Vec<_>>()
+            .join(":");
+    }
+    vars.push((
+        ultraplan_protocol::environment::ENV_VAR.to_owned(),
+        root.display().to_string(),
+    ));
+    if venv.is_dir() {
+        vars.push(("VIRTUAL_ENV".to_owned(), venv.display().to_string()));
+    }
+    vars
+}
+
 /// How long the pipes are still read after the command ended or was killed.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
@@ -44,6 +77,8 @@ pub struct Job<'a> {
     pub timeout: Duration,
     /// Characters of output kept (head and tail).
     pub max_chars: usize,
+    /// A prepared environment bound into the sandbox, if any.
+    pub env_root: Option<&'a Path>,
 }
 
 /// How the command ended.
@@ -75,7 +110,7 @@ pub async fn run(job: &Job<'_>, live: &LiveGroups) -> std::io::Result<Finished> 
         .arg(job.command)
         .current_dir(job.cwd)
         .env_clear()
-        .envs(SHELL_ENV)
+        .envs(shell_env(job.env_root))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -250,3 +250,29 @@ async fn invalid_inputs_and_missing_shells_are_reported() {
     let described = json!({"command": "echo hi", "description": "Say hi", "timeout": 900_000});
     assert_eq!(bash(&ws, described).await.content, "hi");
 }
+
+#[test]
+fn a_bound_environment_comes_first_on_path() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let none = process::shell_env(None);
+    assert_eq!(none.len(), process::SHELL_ENV.len());
+    let bare = process::shell_env(Some(root.path()));
+    let get = |vars: &[(String, String)], key: &str| {
+        vars.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
+    };
+    assert_eq!(
+        get(&bare, "PATH").as_deref(),
+        Some("/usr/local/bin:/usr/bin:/bin")
+    );
+    assert_eq!(get(&bare, "VIRTUAL_ENV"), None, "no venv, none claimed");
+    std::fs::create_dir_all(root.path().join("venv/bin")).expect("venv");
+    std::fs::create_dir_all(root.path().join("bin")).expect("bin");
+    let full = process::shell_env(Some(root.path()));
+    let r = root.path().display();
+    assert_eq!(
+        get(&full, "PATH"),
+        Some(format!("{r}/venv/bin:{r}/bin:/usr/local/bin:/usr/bin:/bin"))
+    );
+    assert_eq!(get(&full, "VIRTUAL_ENV"), Some(format!("{r}/venv")));
+    assert_eq!(get(&full, "ULTRAPLAN_ENV"), Some(r.to_string()));
+}

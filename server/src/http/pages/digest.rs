@@ -193,18 +193,7 @@ impl Digest {
                 };
                 vec![root(entry(event, 0, None, kind))]
             }
-            EventBody::System(s) => {
-                let text = s.message.clone().unwrap_or_default();
-                vec![root(entry(
-                    event,
-                    0,
-                    None,
-                    EntryKind::Note {
-                        label: s.subtype.clone(),
-                        text,
-                    },
-                ))]
-            }
+            EventBody::System(s) => vec![root(super::timeline::system_entry(event, s))],
             EventBody::ControlRequest(c) => {
                 let kind = EntryKind::Note {
                     label: "mode".into(),

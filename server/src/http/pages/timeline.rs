@@ -4,8 +4,11 @@
 //! them to the browser, which applies them the same way.
 
 use serde_json::Value;
-use ultraplan_protocol::constants::{ASK_USER_QUESTION_TOOL, EXIT_PLAN_MODE_TOOL};
-use ultraplan_protocol::events::{ContentBlock, ControlRequest, Event};
+use ultraplan_protocol::constants::{
+    ASK_USER_QUESTION_TOOL, ENVIRONMENT_FAILED, ENVIRONMENT_OUTPUT, ENVIRONMENT_READY,
+    ENVIRONMENT_REUSED, ENVIRONMENT_SETUP, EXIT_PLAN_MODE_TOOL,
+};
+use ultraplan_protocol::events::{ContentBlock, ControlRequest, Event, SystemEvent};
 use ultraplan_protocol::plan_text::{extract_approved_plan, extract_teleport_plan};
 
 use super::markdown::render_text;
@@ -266,6 +269,43 @@ pub fn entry(event: &Event, n: usize, key: Option<String>, kind: EntryKind) -> E
         kids_html: String::new(),
         result: None,
     }
+}
+
+/// A lifecycle note. Setup output shows as output; a failed setup's note carries its tail
+/// (docs/ARCHITECTURE.md §6.5).
+pub fn system_entry(event: &Event, s: &SystemEvent) -> Entry {
+    let message = s.message.clone().unwrap_or_default();
+    let (label, text, result) = match s.subtype.as_str() {
+        ENVIRONMENT_OUTPUT => (
+            "setup output",
+            String::new(),
+            Some(plain("Output", "ok", &message)),
+        ),
+        ENVIRONMENT_FAILED => {
+            let tail: Vec<&str> = s.data["tail"]
+                .as_array()
+                .map(|lines| lines.iter().filter_map(|l| l.as_str()).collect())
+                .unwrap_or_default();
+            let view = (!tail.is_empty())
+                .then(|| plain("Last lines of output", "error", &tail.join("\n")));
+            ("environment", message, view)
+        }
+        ENVIRONMENT_SETUP | ENVIRONMENT_READY | ENVIRONMENT_REUSED => {
+            ("environment", message, None)
+        }
+        other => (other, message, None),
+    };
+    let mut entry = entry(
+        event,
+        0,
+        None,
+        EntryKind::Note {
+            label: label.to_owned(),
+            text,
+        },
+    );
+    entry.result = result;
+    entry
 }
 
 /// The note shown for a control request.

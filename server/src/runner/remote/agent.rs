@@ -81,6 +81,7 @@ impl RemoteAgent for RemoteHandle {
             let ended = exit.await.unwrap_or_else(|_| AgentExit {
                 success: false,
                 description: "the runner's link was lost".to_owned(),
+                code: None,
             });
             self.ended = Some(ended);
         }

@@ -161,6 +161,7 @@ impl RemoteLink {
                     route.end(AgentExit {
                         success,
                         description,
+                        code: None,
                     });
                 }
             }
@@ -210,6 +211,7 @@ fn exit(description: &str) -> AgentExit {
     AgentExit {
         success: false,
         description: description.to_owned(),
+        code: None,
     }
 }
 

@@ -1,0 +1,132 @@
+use super::*;
+
+#[test]
+fn the_documented_shape_parses() {
+    let file = parse(
+        r#"
+[setup]
+commands = ["python3 -m pip install --no-index --find-links http://127.0.0.1:8000/ tinypkg"]
+network = ["127.0.0.1:8000"]   # host:port reachable during setup only
+secrets = ["PIP_TOKEN"]
+[agent]
+network = []
+"#,
+    )
+    .expect("parses");
+    assert_eq!(file.setup.len(), 1);
+    assert_eq!(file.setup_network, vec!["127.0.0.1:8000"]);
+    assert_eq!(file.secrets, vec!["PIP_TOKEN"]);
+    assert_eq!(file.timeout, None);
+}
+
+#[test]
+fn network_spellings() {
+    let cases = [
+        (r#"network = "none""#, Ok(vec![])),
+        (r#"network = "all""#, Ok(vec!["*"])),
+        (r#"network = ["*"]"#, Ok(vec!["*"])),
+        (
+            r#"network = { allow = ["pypi.org", "*.pythonhosted.org:443"] }"#,
+            Ok(vec!["pypi.org", "*.pythonhosted.org:443"]),
+        ),
+        (r#"network = "some""#, Err("is not a network policy")),
+        ("", Ok(vec![])),
+    ];
+    for (line, want) in cases {
+        let text = format!("[setup]\ncommands = [\"true\"]\n{line}\n");
+        let got = parse(&text).map(|f| f.setup_network);
+        match want {
+            Ok(entries) => assert_eq!(
+                got,
+                Ok(entries.iter().map(|e| (*e).to_owned()).collect()),
+                "{line}"
+            ),
+            Err(part) => assert!(got.unwrap_err().0.contains(part), "{line}"),
+        }
+    }
+}
+
+#[test]
+fn refusals_say_what_to_change() {
+    let cases = [
+        ("[setup]\ncommand = [\"x\"]", "unknown field"),
+        ("[setup]\ncommands = [\"\"]", "a command is empty"),
+        ("[setup]\nsecrets = [\"pip_token\"]", "is not a secret name"),
+        ("[setup]\ntimeout_seconds = 0", "at least 1"),
+        (
+            "[setup]\nlock_files = [\"../x.lock\"]",
+            "relative path inside",
+        ),
+        (
+            "[setup]\nlock_files = [\"/etc/passwd\"]",
+            "relative path inside",
+        ),
+        (
+            "[agent]\nnetwork = [\"pypi.org\"]",
+            "runs without a network",
+        ),
+        ("[agent]\nnetwork = \"all\"", "runs without a network"),
+        ("[base]\nimage = \"python:3.12\"", "is not supported"),
+        ("[setup\n", "environment.toml"),
+    ];
+    for (text, want) in cases {
+        let err = parse(text).expect_err(text);
+        assert!(err.to_string().contains(want), "{text}: {err}");
+        assert!(err.to_string().starts_with(ENVIRONMENT_FILE), "{err}");
+    }
+}
+
+#[test]
+fn every_section_is_read() {
+    let file = parse(
+        r#"
+[base]
+image = "host"
+[setup]
+commands = ["a", "b"]
+secrets = ["B_TOKEN", "A_TOKEN", "A_TOKEN"]
+timeout_seconds = 30
+lock_files = ["requirements.txt", "poetry.lock"]
+[maintenance]
+commands = ["git pull"]
+[verify]
+commands = ["python3 -m pytest -q"]
+"#,
+    )
+    .expect("parses");
+    assert_eq!(file.setup, vec!["a", "b"]);
+    assert_eq!(
+        file.secrets,
+        vec!["A_TOKEN", "B_TOKEN"],
+        "sorted, once each"
+    );
+    assert_eq!(file.timeout, Some(Duration::from_secs(30)));
+    assert_eq!(file.lock_files, vec!["poetry.lock", "requirements.txt"]);
+    assert_eq!(file.maintenance, vec!["git pull"]);
+    assert_eq!(file.verify, vec!["python3 -m pytest -q"]);
+}
+
+#[test]
+fn secret_names_and_relative_paths() {
+    for (name, ok) in [
+        ("PIP_TOKEN", true),
+        ("_X", true),
+        ("A1", true),
+        ("1A", false),
+        ("a", false),
+        ("", false),
+        ("A-B", false),
+    ] {
+        assert_eq!(valid_secret_name(name), ok, "{name}");
+    }
+    for (path, ok) in [
+        ("a/b.lock", true),
+        ("a//b", false),
+        ("./a", false),
+        ("a/../b", false),
+        ("", false),
+        ("/a", false),
+    ] {
+        assert_eq!(plain_relative(path), ok, "{path}");
+    }
+}

@@ -1,0 +1,338 @@
+//! The environment half of a session task: before an agent starts, make its repository's
+//! environment ready (reuse the cached snapshot, or run setup with its output in the log),
+//! or end the session saying why not (docs/ARCHITECTURE.md §6.5).
+
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::sync::mpsc;
+use ultraplan_protocol::constants::{
+    ENVIRONMENT_FAILED, ENVIRONMENT_OUTPUT, ENVIRONMENT_READY, ENVIRONMENT_REUSED,
+    ENVIRONMENT_SETUP, ERROR_ENVIRONMENT,
+};
+use ultraplan_protocol::events::{EventBody, SystemEvent};
+use ultraplan_runner::egress::{BlockedAttempt, NetworkPolicy};
+use ultraplan_runner::environment::{
+    PrepareError, Prepared, SetupEnd, SetupReport, SetupRun, Wanted, read_wanted,
+};
+
+use super::SessionTask;
+use crate::orchestrator::lifecycle::Input;
+use crate::runner::Runner;
+
+/// Output lines gathered into one event at most.
+const BATCH_LINES: usize = 200;
+/// How long output lines gather before they are logged.
+const BATCH_WINDOW: Duration = Duration::from_millis(250);
+
+/// Whether the next agent may start.
+pub(super) enum Readiness {
+    Ready,
+    /// The session ended: its result is in the log.
+    Ended,
+}
+
+fn note(subtype: &str, message: String, data: serde_json::Value) -> EventBody {
+    EventBody::System(SystemEvent {
+        subtype: subtype.to_owned(),
+        message: Some(message),
+        data,
+    })
+}
+
+/// "42 s", "5 min", "2 h", "3 days".
+pub(crate) fn ago(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min", s / 60),
+        3600..86_400 => format!("{} h", s / 3600),
+        _ => format!("{} days", s / 86_400),
+    }
+}
+
+fn blocked_json(blocked: &[BlockedAttempt]) -> serde_json::Value {
+    blocked
+        .iter()
+        .map(|b| json!({"host": b.host, "port": b.port, "attempts": b.attempts}))
+        .collect()
+}
+
+fn blocked_text(blocked: &[BlockedAttempt]) -> String {
+    if blocked.is_empty() {
+        return String::new();
+    }
+    let hosts: Vec<String> = blocked
+        .iter()
+        .map(|b| format!("{}:{}", b.host, b.port))
+        .collect();
+    format!(" Blocked (not in the allow-list): {}.", hosts.join(", "))
+}
+
+impl SessionTask {
+    /// Make the environment ready for the agent about to start; `self.environment` holds its
+    /// snapshot while the agent runs.
+    pub(super) async fn ready_environment(
+        &mut self,
+        transcript: &[EventBody],
+    ) -> Result<Readiness, String> {
+        self.environment = None;
+        let bundle = self.bundle_path().await?;
+        let scope = self.session.user_id.clone();
+        let read = tokio::task::spawn_blocking(move || read_wanted(&bundle, &scope))
+            .await
+            .map_err(|e| e.to_string())?;
+        let wanted = match read {
+            Ok(Some(wanted)) => wanted,
+            Ok(None) => return Ok(Readiness::Ready),
+            Err(error) => return Ok(self.end_environment(error.to_string()).await),
+        };
+        let Runner::Local(sandbox) = self.inner.runner.clone() else {
+            let why = "this session's repository has an environment file, but it runs on a \
+                       linked runner, which does not build environments yet";
+            return Ok(self.end_environment(why.to_owned()).await);
+        };
+        let settings = &self.inner.settings;
+        if let Some(lease) = settings.environments.lookup(&wanted.key) {
+            self.note_reused(&lease, transcript).await;
+            self.environment = Some(lease);
+            return Ok(Readiness::Ready);
+        }
+        let policy = match NetworkPolicy::parse(&wanted.file.setup_network) {
+            Ok(policy) => policy,
+            Err(error) => {
+                let why = format!(".ultraplan/environment.toml: [setup] network: {error}");
+                return Ok(self.end_environment(why).await);
+            }
+        };
+        let secrets = match self.setup_secrets(&wanted).await {
+            Ok(secrets) => secrets,
+            Err(why) => return Ok(self.end_environment(why).await),
+        };
+        let run = SetupRun {
+            session_id: self.session.id.clone(),
+            workspace: self.bundle_path().await?,
+            tree: std::path::PathBuf::new(),
+            commands: wanted.file.setup.clone(),
+            secrets,
+            network: policy,
+            timeout: wanted
+                .file
+                .timeout
+                .map_or(settings.setup_timeout, |t| t.min(settings.setup_timeout)),
+            agent_binary: settings.agent_binary.clone(),
+            limits: settings.limits.clone(),
+            log_filter: settings.agent_log_filter.clone(),
+        };
+        self.note_setup(&wanted, &run).await;
+        self.build(&sandbox, &wanted, run).await
+    }
+
+    async fn build(
+        &mut self,
+        sandbox: &crate::runner::Sandbox,
+        wanted: &Wanted,
+        run: SetupRun,
+    ) -> Result<Readiness, String> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let environments = self.inner.settings.environments.clone();
+        let building = environments.build(sandbox, &wanted.key, run, tx, || {});
+        let (built, ()) = tokio::join!(building, self.log_output(rx));
+        match built {
+            Ok(Prepared::Reused(lease)) => {
+                self.note_reused(&lease, &[]).await;
+                self.environment = Some(lease);
+                Ok(Readiness::Ready)
+            }
+            Ok(Prepared::Built(lease, report)) => {
+                self.note_ready(&wanted.key, &report).await;
+                self.environment = Some(lease);
+                Ok(Readiness::Ready)
+            }
+            Err(PrepareError::Setup(report)) => Ok(self.setup_failed(&report).await),
+            Err(other) => Ok(self
+                .end_environment(format!("the environment could not be set up: {other}"))
+                .await),
+        }
+    }
+
+    /// Log setup output as it comes, a batch of lines per event.
+    async fn log_output(&self, mut rx: mpsc::UnboundedReceiver<String>) {
+        while let Some(first) = rx.recv().await {
+            let mut lines = vec![first];
+            let until = tokio::time::Instant::now() + BATCH_WINDOW;
+            while lines.len() < BATCH_LINES {
+                match tokio::time::timeout_at(until, rx.recv()).await {
+                    Ok(Some(line)) => lines.push(line),
+                    Ok(None) | Err(_) => break,
+                }
+            }
+            let count = lines.len();
+            let event = note(
+                ENVIRONMENT_OUTPUT,
+                lines.join("\n"),
+                json!({"lines": count}),
+            );
+            self.append_events(&[event]).await;
+        }
+    }
+
+    async fn append_events(&self, events: &[EventBody]) {
+        let state = &self.inner.state;
+        let appended =
+            crate::orchestrator::durable::append(state, &self.session, events, &self.lease);
+        if let Err(error) = appended.await {
+            tracing::error!(session_id = %self.session.id, %error, "cannot append environment events");
+        }
+    }
+
+    async fn note_setup(&self, wanted: &Wanted, run: &SetupRun) {
+        let network = if wanted.file.setup_network.is_empty() {
+            "none".to_owned()
+        } else {
+            wanted.file.setup_network.join(", ")
+        };
+        let message = format!(
+            "Setting up the environment ({} command{}; network: {network}; time limit {} s).",
+            run.commands.len(),
+            if run.commands.len() == 1 { "" } else { "s" },
+            run.timeout.as_secs()
+        );
+        let data = json!({
+            "key": wanted.key,
+            "commands": run.commands,
+            "network": wanted.file.setup_network,
+            "secrets": wanted.file.secrets,
+            "timeout_seconds": run.timeout.as_secs(),
+        });
+        self.append_events(&[note(ENVIRONMENT_SETUP, message, data)])
+            .await;
+    }
+
+    async fn note_ready(&self, key: &str, report: &SetupReport) {
+        let ms = u64::try_from(report.duration.as_millis()).unwrap_or(u64::MAX);
+        let message = format!(
+            "Environment ready: setup took {:.1} s.{}",
+            report.duration.as_secs_f64(),
+            blocked_text(&report.blocked)
+        );
+        let data = json!({"key": key, "setup_ms": ms, "blocked": blocked_json(&report.blocked)});
+        self.append_events(&[note(ENVIRONMENT_READY, message, data)])
+            .await;
+    }
+
+    /// Say a snapshot was reused, once per snapshot in a session's log.
+    async fn note_reused(
+        &self,
+        lease: &ultraplan_runner::environment::Lease,
+        transcript: &[EventBody],
+    ) {
+        let key = &lease.meta.key;
+        let said = transcript.iter().any(|e| match e {
+            EventBody::System(s) => {
+                [ENVIRONMENT_REUSED, ENVIRONMENT_READY].contains(&s.subtype.as_str())
+                    && s.data.get("key").and_then(|k| k.as_str()) == Some(key)
+            }
+            _ => false,
+        });
+        if said {
+            return;
+        }
+        let age = u64::try_from(crate::store::now_ms() - lease.meta.built_at_ms).unwrap_or(0);
+        let message = format!("Environment reused (built {} ago).", ago(age));
+        let data = json!({
+            "key": key,
+            "built_at_ms": lease.meta.built_at_ms,
+            "setup_ms": lease.meta.setup_ms,
+        });
+        self.append_events(&[note(ENVIRONMENT_REUSED, message, data)])
+            .await;
+    }
+
+    async fn setup_failed(&mut self, report: &SetupReport) -> Readiness {
+        let (exit_code, timed_out, why) = match &report.end {
+            SetupEnd::TimedOut => (
+                None,
+                true,
+                format!(
+                    "Environment setup ran past its time limit ({:.0} s) and was stopped.",
+                    report.duration.as_secs_f64()
+                ),
+            ),
+            SetupEnd::Failed {
+                exit_code: Some(code),
+                ..
+            } => (
+                Some(*code),
+                false,
+                format!("Environment setup failed with exit code {code}."),
+            ),
+            SetupEnd::Failed { description, .. } => (
+                None,
+                false,
+                format!("Environment setup failed: {description}."),
+            ),
+            SetupEnd::Succeeded => (Some(0), false, "Environment setup succeeded.".to_owned()),
+        };
+        let ms = u64::try_from(report.duration.as_millis()).unwrap_or(u64::MAX);
+        let data = json!({
+            "exit_code": exit_code,
+            "timed_out": timed_out,
+            "tail": report.tail,
+            "blocked": blocked_json(&report.blocked),
+            "setup_ms": ms,
+        });
+        let message = format!("{why}{}", blocked_text(&report.blocked));
+        self.append_events(&[note(ENVIRONMENT_FAILED, message.clone(), data)])
+            .await;
+        let tail = report.tail.join("\n");
+        let result = if tail.is_empty() {
+            message
+        } else {
+            format!("{message}\nLast lines of its output:\n{tail}")
+        };
+        self.end_with(result).await
+    }
+
+    /// End the session before any agent starts: the environment is not usable.
+    async fn end_environment(&mut self, why: String) -> Readiness {
+        self.end_with(format!("The environment could not be made ready: {why}"))
+            .await
+    }
+
+    async fn end_with(&mut self, message: String) -> Readiness {
+        let result = EventBody::error_result(ERROR_ENVIRONMENT, message);
+        self.apply(Input::AgentEvent(result)).await;
+        Readiness::Ended
+    }
+
+    /// The owner's values of the secrets the environment names.
+    async fn setup_secrets(
+        &self,
+        wanted: &Wanted,
+    ) -> Result<std::collections::BTreeMap<String, String>, String> {
+        if wanted.file.secrets.is_empty() {
+            return Ok(Default::default());
+        }
+        Err(format!(
+            "the secrets {} are not available",
+            wanted.file.secrets.join(", ")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ages_read_like_a_person_would_say_them() {
+        for (ms, want) in [
+            (0, "0 s"),
+            (59_999, "59 s"),
+            (60_000, "1 min"),
+            (2 * 3_600_000 + 5, "2 h"),
+            (3 * 86_400_000, "3 days"),
+        ] {
+            assert_eq!(super::ago(ms), want);
+        }
+    }
+}

@@ -1,0 +1,480 @@
+//! Execution environments end to end: a Python project whose tests import a package that only
+//! a package index on 127.0.0.1 serves. The real client launches; setup installs the package
+//! through the egress proxy (a second, unlisted port is refused and listed as blocked); the
+//! executing agent's Bash runs the tests against the snapshot with no network and no secret;
+//! a second session reuses the snapshot. Failing and hanging setups end the session with
+//! their log tail, exit code or time limit.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use ultraplan_protocol::constants::{
+    ENVIRONMENT_FAILED, ENVIRONMENT_OUTPUT, ENVIRONMENT_READY, ENVIRONMENT_REUSED,
+    ERROR_ENVIRONMENT,
+};
+use ultraplan_protocol::events::{Event, EventBody, SystemEvent};
+use ultraplan_tests::fake_models::{FakeAnthropic, RecordedRequest, Reply, Script};
+use ultraplan_tests::harness::{ServerProcess, workspace_bin};
+
+use crate::execution::{approve_first_plan, wait_for_patch};
+use crate::live_clients::browser_login;
+
+const SECRET: &str = "tok-6f1d2c-very-secret";
+
+/// A package index: `python3 -m http.server` over a directory holding one wheel.
+struct Index {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Index {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Build `tinypkg-1.0-py3-none-any.whl` by hand (a wheel is a zip with metadata) and serve it.
+fn package_index(root: &Path) -> Index {
+    let wheels = root.join("wheels");
+    std::fs::create_dir_all(&wheels).expect("mkdir");
+    let script = r#"
+import sys, zipfile
+out = sys.argv[1]
+files = {
+    "tinypkg/__init__.py": "def greet():\n    return 'hello from tinypkg'\n",
+    "tinypkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: tinypkg\nVersion: 1.0\n",
+    "tinypkg-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}
+record = "".join(f"{name},,\n" for name in files) + "tinypkg-1.0.dist-info/RECORD,,\n"
+with zipfile.ZipFile(out, "w") as z:
+    for name, text in files.items():
+        z.writestr(name, text)
+    z.writestr("tinypkg-1.0.dist-info/RECORD", record)
+"#;
+    let wheel = wheels.join("tinypkg-1.0-py3-none-any.whl");
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(&wheel)
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let child = Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--directory",
+        ])
+        .arg(&wheels)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("http.server");
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Index { child, port };
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("the package index did not start");
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A committed repository holding `files`.
+fn repository(root: &Path, name: &str, files: &[(&str, String)]) -> PathBuf {
+    let repo = root.join(name);
+    for (path, text) in files {
+        let path = repo.join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "base"]);
+    repo
+}
+
+fn client(server: &ServerProcess, home: &Path, cwd: &Path, args: &[&str]) -> Output {
+    Command::new(workspace_bin("ultraplan").expect("client"))
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_STATE_HOME", home.join(".state"))
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env("XDG_DATA_HOME", home.join(".data"))
+        .env("ULTRAPLAN_SERVER", &server.base_url)
+        .env("ULTRAPLAN_TOKEN", &server.token)
+        .output()
+        .expect("run ultraplan")
+}
+
+fn launch(server: &ServerProcess, home: &Path, repo: &Path) -> String {
+    let out = client(
+        server,
+        home,
+        repo,
+        &[
+            "launch",
+            "--yes",
+            "--json",
+            "--no-watch",
+            "ultraplan make the tests pass",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let session: Value = serde_json::from_slice(&out.stdout).expect("session json");
+    session["id"].as_str().expect("id").to_owned()
+}
+
+fn system<'a>(event: &'a Event, subtype: &str) -> Option<&'a SystemEvent> {
+    match &event.body {
+        EventBody::System(s) if s.subtype == subtype => Some(s),
+        _ => None,
+    }
+}
+
+fn output_of(events: &[Event]) -> String {
+    events
+        .iter()
+        .filter_map(|e| system(e, ENVIRONMENT_OUTPUT))
+        .filter_map(|s| s.message.clone())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn bash_output(events: &[Event], needle: &str) -> String {
+    events
+        .iter()
+        .flat_map(|e| e.body.tool_results())
+        .map(|(_, text, _)| text)
+        .find(|t| t.contains(needle))
+        .unwrap_or_else(|| panic!("no tool result with {needle}"))
+}
+
+/// Plans, then (executing) runs the project's tests and probes the agent phase.
+fn script(index_port: u16) -> Script {
+    Script::from_fn(move |req: &RecordedRequest| {
+        if req.is_verifier() {
+            return match req.tool_results().len() {
+                0 => Reply::tool_use("Bash", json!({"command": "python3 -m unittest -v"})),
+                _ => Reply::text(
+                    "Ran `python3 -m unittest -v`: exit code 0 (test_greet ok).\nVERDICT: PASS",
+                ),
+            };
+        }
+        if !req.tool_names().iter().any(|t| t == "Bash") {
+            return Reply::exit_plan_mode("1. Run the tests with python3 -m unittest");
+        }
+        match req.tool_results().len() {
+            1 => Reply::tool_use(
+                "Bash",
+                json!({"command": format!(
+                    "python3 -m unittest -v 2>&1; echo \"UNITTEST_EXIT=$?\"; \
+                     echo \"TOKEN=[$SETUP_TOKEN]\"; env | grep -c {SECRET} || true; \
+                     (exec 3<>/dev/tcp/127.0.0.1/{index_port}) 2>/dev/null && echo NET_OPEN || echo NET_BLOCKED; \
+                     touch /env/agent-wrote 2>/dev/null && echo ENV_WRITTEN || echo ENV_READ_ONLY"
+                )}),
+            ),
+            _ => Reply::text("Done: the tests pass."),
+        }
+    })
+}
+
+fn environment_file(index_port: u16, blocked_port: u16) -> String {
+    format!(
+        r#"[setup]
+commands = [
+  "python3 -m pip install --no-index --find-links http://127.0.0.1:{index_port}/ tinypkg",
+  "python3 -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:{blocked_port}/')\" || echo unlisted host refused",
+  "test \"$SETUP_TOKEN\" = '{SECRET}' && echo \"setup sees the token: $SETUP_TOKEN\"",
+]
+network = ["127.0.0.1:{index_port}"]
+secrets = ["SETUP_TOKEN"]
+[agent]
+network = []
+"#
+    )
+}
+
+const TESTS: &str = "import unittest\n\nimport tinypkg\n\n\nclass Greet(unittest.TestCase):\n    \
+def test_greet(self):\n        self.assertEqual(tinypkg.greet(), 'hello from tinypkg')\n\n\n\
+if __name__ == '__main__':\n    unittest.main()\n";
+
+async fn put_secret(server: &ServerProcess, name: &str, value: &str) {
+    let response = reqwest::Client::new()
+        .put(format!("{}/v1/secrets/{name}", server.base_url))
+        .bearer_auth(&server.token)
+        .json(&json!({"value": value}))
+        .send()
+        .await
+        .expect("put secret");
+    assert_eq!(response.status(), 204, "{:?}", response.text().await);
+}
+
+/// Every file under `dir` (not following links) whose bytes contain `needle`.
+fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if meta.is_dir() {
+                stack.push(path);
+            } else if meta.is_file()
+                && std::fs::read(&path).is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle))
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_environment_is_set_up_once_under_bwrap_and_its_tests_pass() {
+    python_environment("bwrap").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_environment_is_set_up_once_under_docker_and_its_tests_pass() {
+    python_environment("docker").await;
+}
+
+async fn python_environment(runner: &str) {
+    let root = tempfile::tempdir().expect("tempdir");
+    let index = package_index(root.path());
+    let unlisted = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let blocked_port = unlisted.local_addr().expect("addr").port();
+    let fake = FakeAnthropic::start(script(index.port)).await;
+    let server = ServerProcess::with_fake_anthropic(runner, &fake.base_url())
+        .await
+        .expect("server");
+    put_secret(&server, "SETUP_TOKEN", SECRET).await;
+    let home = root.path().join("home");
+    let repo = repository(
+        root.path(),
+        "project",
+        &[
+            (
+                ".ultraplan/environment.toml",
+                environment_file(index.port, blocked_port),
+            ),
+            ("test_greet.py", TESTS.to_owned()),
+        ],
+    );
+
+    // First session: setup runs, with its output in the log.
+    let started = Instant::now();
+    let id = launch(&server, &home, &repo);
+    let mut seen = Vec::new();
+    let ready = server
+        .wait_for(&id, &mut seen, |e| {
+            system(e, ENVIRONMENT_READY).is_some() || system(e, ENVIRONMENT_FAILED).is_some()
+        })
+        .await
+        .expect("environment");
+    let first_ready = started.elapsed();
+    let ready = system(&ready, ENVIRONMENT_READY)
+        .unwrap_or_else(|| panic!("setup failed: {seen:#?}\n{}", server.log()));
+    let output = output_of(&seen);
+    assert!(
+        output.contains("Successfully installed tinypkg"),
+        "{output}"
+    );
+    assert!(output.contains("unlisted host refused"), "{output}");
+    assert!(output.contains("setup sees the token: ***"), "{output}");
+    let blocked = &ready.data["blocked"];
+    assert_eq!(blocked[0]["host"], "127.0.0.1", "{ready:?}");
+    assert_eq!(blocked[0]["port"], blocked_port, "{ready:?}");
+    assert!(
+        ready
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains(&format!("127.0.0.1:{blocked_port}")),
+        "{ready:?}"
+    );
+
+    // Execution: Bash runs the tests against the snapshot, with no network and no secret.
+    approve_first_plan(&server, &id, &mut seen).await;
+    let result = wait_for_patch(&server, &id, &mut seen).await;
+    assert!(result.patch.is_some());
+    let run = bash_output(&seen, "UNITTEST_EXIT=");
+    assert!(run.contains("UNITTEST_EXIT=0"), "{run}");
+    assert!(run.contains("test_greet"), "{run}");
+    assert!(run.contains("TOKEN=[]"), "{run}");
+    assert!(run.contains("NET_BLOCKED"), "{run}");
+    assert!(run.contains("ENV_READ_ONLY"), "{run}");
+
+    // The secret is nowhere but in setup's own process: not in events, logs or the snapshot.
+    let all = serde_json::to_string(&seen).expect("json");
+    assert!(!all.contains(SECRET), "the secret reached the event log");
+    assert!(
+        !server.log().contains(SECRET),
+        "the secret reached the server log"
+    );
+    let leaks = files_containing(&server.data_dir, SECRET.as_bytes());
+    assert!(
+        leaks.is_empty(),
+        "the secret is stored in plain text: {leaks:?}"
+    );
+
+    // Second session on the same repository: the snapshot is reused.
+    let started = Instant::now();
+    let second = launch(&server, &home, &repo);
+    let mut seen2 = Vec::new();
+    let reused = server
+        .wait_for(&second, &mut seen2, |e| {
+            system(e, ENVIRONMENT_REUSED).is_some() || system(e, ENVIRONMENT_READY).is_some()
+        })
+        .await
+        .expect("second environment");
+    let second_ready = started.elapsed();
+    let reused = system(&reused, ENVIRONMENT_REUSED).expect("reused, not rebuilt");
+    let message = reused.message.clone().unwrap_or_default();
+    assert!(
+        message.starts_with("Environment reused (built "),
+        "{message}"
+    );
+    assert!(message.ends_with(" ago)."), "{message}");
+    eprintln!(
+        "{runner}: environment ready after {:.2} s with setup, {:.2} s reused: {:.1}× faster",
+        first_ready.as_secs_f64(),
+        second_ready.as_secs_f64(),
+        first_ready.as_secs_f64() / second_ready.as_secs_f64().max(0.001)
+    );
+    drop(unlisted);
+    drop(index);
+}
+
+/// A session whose setup fails or hangs ends with the reason, the exit code or the time limit,
+/// and the last lines of output, in the log and on the page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_and_hanging_setups_end_the_session_with_their_reason() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let fake = FakeAnthropic::start(Script::from_fn(|_| Reply::exit_plan_mode("1. nothing"))).await;
+    let server = ServerProcess::with_fake_anthropic("bwrap", &fake.base_url())
+        .await
+        .expect("server");
+    let home = root.path().join("home");
+    let cases = [
+        (
+            "fails",
+            "[setup]\ncommands = [\"echo preparing\", \"echo about to fail >&2; exit 3\", \"echo never\"]\n",
+            "failed with exit code 3",
+            json!(3),
+            false,
+        ),
+        (
+            "hangs",
+            "[setup]\ncommands = [\"echo waiting; sleep 600\"]\ntimeout_seconds = 2\n",
+            "ran past its time limit",
+            Value::Null,
+            true,
+        ),
+    ];
+    for (name, file, says, code, timed_out) in cases {
+        let repo = repository(
+            root.path(),
+            name,
+            &[
+                (".ultraplan/environment.toml", file.to_owned()),
+                ("README.md", "# x\n".to_owned()),
+            ],
+        );
+        let id = launch(&server, &home, &repo);
+        let mut seen = Vec::new();
+        let end = server
+            .wait_for(
+                &id,
+                &mut seen,
+                |e| matches!(&e.body, EventBody::Result(r) if r.is_terminal()),
+            )
+            .await
+            .expect("end");
+        let EventBody::Result(result) = &end.body else {
+            unreachable!()
+        };
+        assert_eq!(result.subtype, ERROR_ENVIRONMENT, "{name}");
+        let text = result.result.clone().unwrap_or_default();
+        assert!(text.contains(says), "{name}: {text}");
+        let failed = seen
+            .iter()
+            .find_map(|e| system(e, ENVIRONMENT_FAILED))
+            .expect("failed note");
+        assert_eq!(failed.data["exit_code"], code, "{name}");
+        assert_eq!(failed.data["timed_out"], timed_out, "{name}");
+        let tail = failed.data["tail"].to_string();
+        if timed_out {
+            assert!(tail.contains("waiting"), "{tail}");
+        } else {
+            assert!(
+                tail.contains("about to fail") && !tail.contains("never"),
+                "{tail}"
+            );
+            assert!(
+                text.contains("about to fail"),
+                "the result carries the tail: {text}"
+            );
+        }
+        assert!(fake.requests().is_empty(), "no agent started for {name}");
+        let path = format!("/sessions/{id}");
+        let cookie = browser_login(&server.base_url, &server.token, &path).await;
+        let page = reqwest::Client::new()
+            .get(format!("{}{path}", server.base_url))
+            .header("cookie", cookie)
+            .send()
+            .await
+            .expect("the page")
+            .text()
+            .await
+            .expect("page html");
+        assert!(page.contains(says), "{name}: the page says why");
+        let tail_line = if timed_out {
+            "waiting"
+        } else {
+            "about to fail"
+        };
+        assert!(
+            page.contains(tail_line),
+            "{name}: the page shows the output"
+        );
+    }
+}
