@@ -32,6 +32,7 @@ pub mod patch;
 pub mod plan_text;
 pub mod runner;
 pub mod scanner;
+pub mod secrets;
 pub mod session;
 pub mod usage;
 
