@@ -1,10 +1,12 @@
 //! `ultraplan secret set|list|rm` against the scripted server: the value comes from stdin
 //! with one trailing newline dropped and goes only into the PUT body, names travel as one path
 //! segment, the list is printed clean of the server's escape sequences, and refusals say why.
+//! At a terminal the value is typed at a prompt that does not echo it.
 
 use serde_json::json;
 
 use crate::support::Home;
+use crate::support::pty::Pty;
 use crate::support::server::{Config, Server};
 
 fn text(bytes: &[u8]) -> String {
@@ -85,5 +87,32 @@ fn refusals_say_why_and_odd_names_stay_one_segment() {
         !evil.stderr.iter().any(|&b| b == 0x1b || b == 0x07),
         "{:?}",
         text(&evil.stderr)
+    );
+}
+
+#[test]
+fn at_a_terminal_the_value_is_typed_without_echo() {
+    let home = Home::new();
+    let server = Server::start(Config::default(), vec![]);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ultraplan"));
+    cmd.env_clear()
+        .envs(home.envs())
+        .env("TERM", "xterm-256color")
+        .args(["--server", &server.url, "secret", "set", "NPM_TOKEN"])
+        .current_dir(home.path());
+    let mut pty = Pty::spawn(cmd);
+    pty.wait_for("Value of NPM_TOKEN");
+    pty.send("typed-secret-42\r");
+    pty.wait_for("Set secret NPM_TOKEN.");
+    assert_eq!(pty.exit_code(), 0, "{}", pty.output());
+    assert!(
+        !pty.output().contains("typed-secret-42"),
+        "{}",
+        pty.output()
+    );
+    let puts = server.recorded().secret_puts;
+    assert_eq!(
+        puts,
+        vec![("NPM_TOKEN".to_owned(), json!({"value": "typed-secret-42"}))]
     );
 }
