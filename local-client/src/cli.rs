@@ -272,10 +272,39 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Manage the secrets your environments' setup phase gets as environment variables.
+    ///
+    /// Values live on the server, sealed, per user; no command ever shows one again.
+    Secret {
+        #[command(subcommand)]
+        action: SecretAction,
+    },
     /// Integrations with other tools.
     Hook {
         #[command(subcommand)]
         target: HookTarget,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SecretAction {
+    /// Create or replace a secret: the value is typed at a prompt that does not echo, or
+    /// read from stdin when it is not a terminal (one trailing newline dropped).
+    Set {
+        /// Upper-case letters, digits and underscores, e.g. PIP_TOKEN.
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
+    /// List your secrets' names and when each was last set.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a secret.
+    Rm {
+        #[arg(value_name = "NAME")]
+        name: String,
     },
 }
 
@@ -305,6 +334,7 @@ impl Command {
             Self::Logs { .. } => "logs",
             Self::Message { .. } => "message",
             Self::Wait { .. } => "wait",
+            Self::Secret { .. } => "secret",
             Self::Hook { .. } => "hook claude-code",
         }
     }

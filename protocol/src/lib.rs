@@ -33,6 +33,7 @@ pub mod patch;
 pub mod plan_text;
 pub mod runner;
 pub mod scanner;
+pub mod secrets;
 pub mod session;
 pub mod usage;
 pub mod verdict;

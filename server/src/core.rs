@@ -8,6 +8,7 @@ use ultraplan_protocol::events::{Event, EventBody};
 
 use crate::config::Config;
 use crate::hub::EventHub;
+use crate::secrets::{KeyFile, Secrets};
 use crate::store::{AppendEffects, Author, Lease, SessionRow, Store, StoreResult};
 use crate::telemetry::{self, Counters};
 
@@ -21,6 +22,8 @@ pub struct Core {
     /// Rung when a session may have been queued for a runner (another process on the database
     /// changed one, or a session was queued here): wakes every claim loop of this process.
     pub bell: Bell,
+    /// The key that seals users' secrets, read from its file on first use.
+    pub secrets_key: Arc<KeyFile>,
 }
 
 /// Wakes every listener, including those busy when it rang (they see the ring on their next
@@ -48,13 +51,20 @@ impl Bell {
 impl Core {
     /// A core over an opened store.
     pub fn new(config: Config, store: Arc<dyn Store>) -> Self {
+        let secrets_key = Arc::new(KeyFile::new(config.secrets_key_file.clone()));
         Core {
             config: Arc::new(config),
             store,
             hub: Arc::new(EventHub::default()),
             counters: Arc::new(Counters::default()),
             bell: Bell::default(),
+            secrets_key,
         }
+    }
+
+    /// The secrets use cases (docs/ARCHITECTURE.md §6.5).
+    pub fn secrets(&self) -> Secrets {
+        Secrets::new(self.store.clone(), self.secrets_key.clone())
     }
 
     /// Record a telemetry event (row + counter).

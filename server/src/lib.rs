@@ -19,6 +19,7 @@ pub mod plans;
 pub mod replicas;
 pub mod retention;
 pub mod runner;
+pub mod secrets;
 pub mod sessions;
 pub mod store;
 pub mod telemetry;

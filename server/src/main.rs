@@ -16,6 +16,9 @@ use ultraplan_server::store::{FlagRow, Store, now_ms, redact_url};
 use ultraplan_server::auth;
 use ultraplan_server::blobs::BlobLocation;
 use ultraplan_server::model_router::Models;
+use ultraplan_server::secrets::key_file::load_or_create;
+
+mod secret_cmd;
 
 #[derive(Parser)]
 #[command(
@@ -30,6 +33,15 @@ struct Cli {
     /// Database URL (default: SQLite in the data dir). postgres:// for PostgreSQL.
     #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
     database_url: Option<String>,
+    /// The 32-byte key sealing users' secrets, mode 0600; made where absent (default:
+    /// secrets.key in the data dir). Replicas sharing a database must share the file.
+    #[arg(
+        long,
+        env = "ULTRAPLAN_SECRETS_KEY_FILE",
+        global = true,
+        value_name = "PATH"
+    )]
+    secrets_key_file: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -50,6 +62,9 @@ enum Command {
     /// sessions and download their bundles).
     #[command(subcommand)]
     RunnerToken(RunnerTokenCommand),
+    /// Manage a user's secrets for environment setup (values are never printed).
+    #[command(subcommand)]
+    Secret(SecretCommand),
 }
 
 #[derive(clap::Args)]
@@ -244,6 +259,27 @@ enum RunnerTokenCommand {
 }
 
 #[derive(Subcommand)]
+enum SecretCommand {
+    /// Create or replace a secret, its value read from stdin (one trailing newline dropped).
+    Set {
+        #[arg(long)]
+        user: String,
+        name: String,
+    },
+    /// Show a user's secrets and when each was last set.
+    List {
+        #[arg(long)]
+        user: String,
+    },
+    /// Delete a secret.
+    Rm {
+        #[arg(long)]
+        user: String,
+        name: String,
+    },
+}
+
+#[derive(Subcommand)]
 enum FlagsCommand {
     /// Show every flag's stored values.
     List,
@@ -269,6 +305,13 @@ fn base_config(cli: &Cli) -> Config {
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| sqlite_url(&data_dir));
     config.database_url = Secret::new(url);
+    if let Some(path) = cli
+        .secrets_key_file
+        .clone()
+        .filter(|p| !p.as_os_str().is_empty())
+    {
+        config.secrets_key_file = path;
+    }
     config
 }
 
@@ -370,6 +413,7 @@ async fn run() -> anyhow::Result<()> {
         Command::User(command) => user(&config, command).await,
         Command::Flags(command) => flags(&config, command).await,
         Command::RunnerToken(command) => runner_token(&config, command).await,
+        Command::Secret(command) => secret_cmd::run(&config, command).await,
     }
 }
 
@@ -449,6 +493,8 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     let blobs = config.blobs().context("opening the blob store")?;
     tracing::info!(kind = blobs.location().kind(), location = %blobs.location(), "blob store");
+    // A key file that is there but unusable stops the server here, before it serves anyone.
+    load_or_create(&config.secrets_key_file).context("checking the secrets key")?;
     let models = Arc::new(Models::from_config(&config));
     let database = redact_url(config.database_url.expose());
     let state = ultraplan_server::start(config, models)

@@ -2,6 +2,7 @@
 
 mod error;
 mod messages;
+mod secrets;
 mod uploads;
 
 use std::time::Duration;

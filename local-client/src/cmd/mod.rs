@@ -12,6 +12,7 @@ pub mod pending;
 pub mod pull;
 pub mod repl;
 pub mod review;
+pub mod secret;
 pub mod sessions;
 pub mod ui;
 pub mod wait;

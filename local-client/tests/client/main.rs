@@ -1,6 +1,6 @@
 //! The `ultraplan` client's integration tests, in one test binary: the bundler, the binary
 //! driven as a user would, the session commands, the hook, launch, the poll loop, pulling a
-//! patch (and refusing hostile ones), server text kept off the terminal raw, and the
+//! patch (and refusing hostile ones), secrets, server text kept off the terminal raw, and the
 //! interactive prompt — against real git repositories and a scripted server.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test binary: failures should panic
@@ -16,6 +16,7 @@ mod pull_download;
 mod pull_safety;
 mod repl;
 mod sanitized;
+mod secrets;
 mod session_message;
 mod session_script;
 mod support;

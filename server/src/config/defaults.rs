@@ -67,6 +67,9 @@ pub const BUNDLE_GRACE_SECS: u64 = 24 * 3600;
 /// Seconds between retention passes.
 pub const RETENTION_INTERVAL_SECS: u64 = 600;
 
+/// The secrets key's file name in the data dir (docs/ARCHITECTURE.md §6.5).
+pub const SECRETS_KEY_FILE: &str = "secrets.key";
+
 #[cfg(test)]
 mod tests {
     #[test]

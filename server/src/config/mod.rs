@@ -69,6 +69,9 @@ pub struct Config {
     /// Where bundle archives live for good (`ULTRAPLAN_BLOB_STORE`); `None`: the data dir's
     /// `blobs/`.
     pub blob_store: Option<BlobLocation>,
+    /// The 32-byte key that seals users' secrets (docs/ARCHITECTURE.md §6.5); made on first
+    /// use where absent. Replicas sharing a database must share it.
+    pub secrets_key_file: PathBuf,
 }
 
 impl Config {
@@ -103,6 +106,7 @@ impl Config {
             workspace_max_bytes: defaults::WORKSPACE_MAX_BYTES,
             retention: RetentionConfig::default(),
             blob_store: None,
+            secrets_key_file: data_dir.join(defaults::SECRETS_KEY_FILE),
         }
     }
 

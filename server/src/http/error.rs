@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use ultraplan_protocol::api::{ErrorBody, ErrorDetail};
 
 use crate::retention::QuotaError;
+use crate::secrets::SecretsError;
 use crate::sessions::SessionError;
 use crate::store::StoreError;
 use ultraplan_bundle::BundleError;
@@ -135,6 +136,24 @@ impl From<SessionError> for ApiError {
             | SessionError::FeedbackRequired
             | SessionError::EmptyPlan
             | SessionError::NoPendingPlan(_) => ApiError::bad_request(code, error.to_string()),
+        }
+    }
+}
+
+impl From<SecretsError> for ApiError {
+    fn from(error: SecretsError) -> Self {
+        let code = error.code();
+        match error {
+            SecretsError::InvalidName(_) | SecretsError::InvalidValue(_) => {
+                ApiError::bad_request(code, error.to_string())
+            }
+            SecretsError::NotFound(_) => ApiError::NotFound("secret"),
+            SecretsError::Store(e) => ApiError::Store(e),
+            // The key file, the cipher or a stored row is at fault: the server's trouble.
+            SecretsError::Missing(_)
+            | SecretsError::Unreadable(_)
+            | SecretsError::Key(_)
+            | SecretsError::Cipher(_) => ApiError::Internal(error.to_string()),
         }
     }
 }

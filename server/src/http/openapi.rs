@@ -31,6 +31,9 @@ use crate::http::api;
         api::patch::get,
         api::events::list,
         api::events::post,
+        api::secrets::put,
+        api::secrets::list,
+        api::secrets::delete,
         crate::http::pages::login::mint,
     ),
     modifiers(&BearerAuth, &CommonResponses)

@@ -31,7 +31,7 @@ pub use comments::{AddComment, CommentRow};
 pub use leases::{Author, Claim, Lease};
 pub use models::{
     AgentState, AppendEffects, BundleRow, DecideOutcome, FlagRow, LinkRow, ModelCall, NewPlan,
-    NewSession, PatchRow, PlanRow, SessionRow, TokenRow, UserRow, WebSessionRow,
+    NewSession, PatchRow, PlanRow, SecretRow, SessionRow, TokenRow, UserRow, WebSessionRow,
 };
 pub use postgres::{Change, Changes, PostgresStore};
 pub use retention::{Admission, Collected, stored_bytes};
@@ -154,6 +154,18 @@ pub trait Store: Send + Sync + 'static {
     async fn runner_tokens(&self) -> StoreResult<Vec<(String, i64)>>;
     /// Delete runner `name`'s token; `false` when there was none.
     async fn revoke_runner_token(&self, name: &str) -> StoreResult<bool>;
+
+    // --- secrets (docs/ARCHITECTURE.md §6.5): sealed by the caller, kept per owner ---
+    /// Create or replace `row.owner_id`'s secret `row.name`; a replacement keeps the first
+    /// `created_at` and takes the new value and `updated_at`.
+    async fn put_secret(&self, row: &SecretRow) -> StoreResult<()>;
+    /// The names of `owner_id`'s secrets and when each was last set (ms), by name.
+    async fn secret_names(&self, owner_id: &str) -> StoreResult<Vec<(String, i64)>>;
+    /// Delete `owner_id`'s secret `name`; `false` when there was none.
+    async fn delete_secret(&self, owner_id: &str, name: &str) -> StoreResult<bool>;
+    /// Those of `owner_id`'s secrets among `names` that exist, sealed, by name.
+    async fn sealed_secrets(&self, owner_id: &str, names: &[String])
+    -> StoreResult<Vec<SecretRow>>;
 
     // --- bundles ---
     /// Record a validated bundle and that `user_id` holds it.

@@ -15,6 +15,18 @@ pub struct UserRow {
     pub created_at: i64,
 }
 
+/// A stored secret: its value sealed by the caller (docs/ARCHITECTURE.md §6.5), never plain.
+/// Times are unix milliseconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretRow {
+    pub owner_id: String,
+    pub name: String,
+    pub nonce: Vec<u8>,
+    pub ciphertext: Vec<u8>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
 /// A stored API token: only its salted hash is kept.
 #[derive(Clone, PartialEq, Eq)]
 pub struct TokenRow {

@@ -20,6 +20,7 @@ mod resumable_uploads;
 mod retention;
 mod runner_tokens;
 mod sandbox_health;
+mod secrets;
 mod slow_client;
 mod slow_uploads;
 mod store_suite;

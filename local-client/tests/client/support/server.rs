@@ -108,6 +108,8 @@ pub struct Recorded {
     pub session_gets: u32,
     /// `GET /v1/sessions/{id}/patch` requests, with their `Accept` header.
     pub patch_gets: Vec<String>,
+    /// `(name, body)` of every `PUT /v1/secrets/{name}`.
+    pub secret_puts: Vec<(String, Value)>,
 }
 
 struct Inner {
@@ -123,6 +125,8 @@ struct Inner {
     /// When the session was created: the server start, as the watch measures the session's
     /// time limit from it.
     created_at: String,
+    /// Secret names set, in order (values are only recorded, never served).
+    secrets: Vec<String>,
 }
 
 type Shared = Arc<Mutex<Inner>>;
@@ -149,6 +153,7 @@ impl Server {
             created_at: time::OffsetDateTime::now_utc()
                 .format(&time::format_description::well_known::Rfc3339)
                 .expect("format now"),
+            secrets: Vec::new(),
         }));
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -221,6 +226,11 @@ fn router(shared: Shared) -> Router {
             "/v1/sessions/{id}/plans/{tool_use_id}/decision",
             post(decide),
         )
+        .route("/v1/secrets", get(list_secrets))
+        .route(
+            "/v1/secrets/{name}",
+            axum::routing::put(put_secret).delete(delete_secret),
+        )
         .layer(axum::middleware::from_fn_with_state(shared.clone(), record))
         .with_state(shared)
 }
@@ -280,6 +290,50 @@ async fn eligibility(State(shared): State<Shared>, headers: HeaderMap) -> Respon
         answer["accepts_bundle_encodings"] = json!(encodings);
     }
     axum::Json(answer).into_response()
+}
+
+/// Stores the name like the real server; a name with a lower-case letter gets its 400, and
+/// `EVIL` answers with escape sequences in its message.
+async fn put_secret(
+    State(shared): State<Shared>,
+    Path(name): Path<String>,
+    axum::Json(body): axum::Json<Value>,
+) -> Response {
+    let mut inner = shared.lock().unwrap();
+    inner.recorded.secret_puts.push((name.clone(), body));
+    if name.chars().any(|c| c.is_ascii_lowercase()) {
+        let message = "a secret name has only upper-case letters A-Z, digits and underscores";
+        return error(400, "invalid_secret_name", message);
+    }
+    if name == "EVIL" {
+        return error(400, "invalid_secret_name", "bad\x1b]0;PWNED\x07 name");
+    }
+    if !inner.secrets.contains(&name) {
+        inner.secrets.push(name);
+    }
+    StatusCode::NO_CONTENT.into_response()
+}
+
+/// Every stored name; a hostile one is listed too, escape sequences and all.
+async fn list_secrets(State(shared): State<Shared>) -> Response {
+    let inner = shared.lock().unwrap();
+    let mut secrets: Vec<Value> = inner
+        .secrets
+        .iter()
+        .map(|name| json!({"name": name, "updated_at": "2026-12-02T10:00:00Z"}))
+        .collect();
+    secrets.push(json!({"name": "X\x1b]52;c;cm0K\x07Y", "updated_at": "2026-12-02T10:00:00Z"}));
+    axum::Json(json!({ "secrets": secrets })).into_response()
+}
+
+async fn delete_secret(State(shared): State<Shared>, Path(name): Path<String>) -> Response {
+    let mut inner = shared.lock().unwrap();
+    let before = inner.secrets.len();
+    inner.secrets.retain(|n| *n != name);
+    if inner.secrets.len() == before {
+        return error(404, "not_found", "secret not found");
+    }
+    StatusCode::NO_CONTENT.into_response()
 }
 
 async fn not_found() -> Response {

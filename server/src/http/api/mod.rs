@@ -9,11 +9,12 @@ pub mod meta;
 pub mod patch;
 pub mod runner_bundles;
 pub mod runner_connect;
+pub mod secrets;
 pub mod sessions;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, head, post};
+use axum::routing::{get, head, post, put};
 
 use crate::http::state::AppState;
 
@@ -34,6 +35,11 @@ pub fn routes(max_json_body: usize) -> Router<AppState> {
         )
         .route("/v1/runner/bundles/{bundle_id}", get(runner_bundles::get))
         .route("/v1/runner/connect", get(runner_connect::connect))
+        .route("/v1/secrets", get(secrets::list))
+        .route(
+            "/v1/secrets/{name}",
+            put(secrets::put).delete(secrets::delete),
+        )
         .route("/v1/sessions", get(sessions::list).post(sessions::create))
         .route("/v1/sessions/{id}", get(sessions::get))
         .route(

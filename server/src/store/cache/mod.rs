@@ -25,8 +25,8 @@ use ultraplan_protocol::session::SessionStatus;
 
 use super::{
     AddComment, Admission, AgentState, AppendEffects, BundleRow, Claim, Collected, CommentRow,
-    DecideOutcome, FlagRow, Lease, LinkRow, ModelCall, NewSession, PatchRow, PlanRow, SessionRow,
-    Store, StoreResult, TokenRow, UserRow, WebSessionRow,
+    DecideOutcome, FlagRow, Lease, LinkRow, ModelCall, NewSession, PatchRow, PlanRow, SecretRow,
+    SessionRow, Store, StoreResult, TokenRow, UserRow, WebSessionRow,
 };
 
 /// The caching store.
@@ -143,6 +143,24 @@ impl Store for CachedStore {
     }
     async fn revoke_runner_token(&self, name: &str) -> StoreResult<bool> {
         self.inner.revoke_runner_token(name).await
+    }
+
+    // Secrets are never remembered: a value set or deleted counts at once, on every replica.
+    async fn put_secret(&self, row: &SecretRow) -> StoreResult<()> {
+        self.inner.put_secret(row).await
+    }
+    async fn secret_names(&self, owner_id: &str) -> StoreResult<Vec<(String, i64)>> {
+        self.inner.secret_names(owner_id).await
+    }
+    async fn delete_secret(&self, owner_id: &str, name: &str) -> StoreResult<bool> {
+        self.inner.delete_secret(owner_id, name).await
+    }
+    async fn sealed_secrets(
+        &self,
+        owner_id: &str,
+        names: &[String],
+    ) -> StoreResult<Vec<SecretRow>> {
+        self.inner.sealed_secrets(owner_id, names).await
     }
 
     async fn put_bundle(&self, user_id: &str, bundle: &BundleRow) -> StoreResult<()> {

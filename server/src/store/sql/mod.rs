@@ -11,6 +11,7 @@ mod leases;
 mod plans;
 mod rows;
 mod runners;
+mod secrets;
 mod sessions;
 mod users;
 mod web;
@@ -31,8 +32,8 @@ use super::backend::Backend;
 use super::retention::{self, Admission, Collected};
 use super::{
     AddComment, AgentState, AppendEffects, BundleRow, Claim, CommentRow, DecideOutcome, FlagRow,
-    Lease, LinkRow, ModelCall, NewSession, PatchRow, PlanRow, SessionRow, Store, StoreError,
-    StoreResult, TokenRow, UserRow, WebSessionRow,
+    Lease, LinkRow, ModelCall, NewSession, PatchRow, PlanRow, SecretRow, SessionRow, Store,
+    StoreError, StoreResult, TokenRow, UserRow, WebSessionRow,
 };
 
 /// A unique-key violation is "already exists"; anything else stays a database error.
@@ -100,6 +101,26 @@ impl<B: Backend> Store for B {
 
     async fn revoke_runner_token(&self, name: &str) -> StoreResult<bool> {
         runners::revoke(&mut *self.pool(), name).await
+    }
+
+    async fn put_secret(&self, row: &SecretRow) -> StoreResult<()> {
+        secrets::put(&mut *self.pool(), row).await
+    }
+
+    async fn secret_names(&self, owner_id: &str) -> StoreResult<Vec<(String, i64)>> {
+        secrets::names(&mut *self.pool(), owner_id).await
+    }
+
+    async fn delete_secret(&self, owner_id: &str, name: &str) -> StoreResult<bool> {
+        secrets::delete(&mut *self.pool(), owner_id, name).await
+    }
+
+    async fn sealed_secrets(
+        &self,
+        owner_id: &str,
+        names: &[String],
+    ) -> StoreResult<Vec<SecretRow>> {
+        secrets::sealed(&mut *self.pool(), owner_id, names).await
     }
 
     async fn put_bundle(&self, user_id: &str, bundle: &BundleRow) -> StoreResult<()> {
