@@ -107,6 +107,11 @@ pub struct PullArgs {
     #[arg(long)]
     pub no_wait: bool,
 
+    /// Apply the patch even when the verifier's verdict is FAIL (without it, a terminal asks
+    /// and anything else refuses).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+
     /// The repository to apply the patch to (any directory inside it).
     #[arg(long, short = 'C', value_name = "PATH", default_value = ".")]
     pub repo: PathBuf,

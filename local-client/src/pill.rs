@@ -114,10 +114,19 @@ pub fn execution_line(id: &str, execution: &ultraplan_protocol::patch::Execution
         (ExecutionState::Finished, Some(patch)) if patch.is_empty() => {
             "Remote execution finished with no changes.".to_owned()
         }
-        (ExecutionState::Finished, Some(patch)) => format!(
-            "Patch ready: {}. Apply it with `ultraplan pull {id}`.",
-            patch.headline()
-        ),
+        (ExecutionState::Finished, Some(patch)) => {
+            let verdict = patch.verdict.as_ref().map(|v| {
+                let first = v.evidence.lines().map(str::trim).find(|l| !l.is_empty());
+                let first = first.map(crate::sanitize::line).unwrap_or_default();
+                let sep = if first.is_empty() { "" } else { " — " };
+                format!("\nVerification: {}{sep}{first}", v.verdict.as_str())
+            });
+            format!(
+                "Patch ready: {}. Apply it with `ultraplan pull {id}`.{}",
+                patch.headline(),
+                verdict.unwrap_or_default()
+            )
+        }
         (ExecutionState::Finished, None) => {
             "Remote execution ended without a patch; the session log says why.".to_owned()
         }

@@ -15,6 +15,7 @@ use ultraplan_protocol::constants::{
     ERROR_ENVIRONMENT,
 };
 use ultraplan_protocol::events::{Event, EventBody, SystemEvent};
+use ultraplan_protocol::verdict::VerdictOutcome;
 use ultraplan_tests::fake_models::{FakeAnthropic, RecordedRequest, Reply, Script};
 use ultraplan_tests::harness::{ServerProcess, workspace_bin};
 
@@ -204,7 +205,7 @@ fn script(index_port: u16) -> Script {
                 "Bash",
                 json!({"command": format!(
                     "python3 -m unittest -v 2>&1; echo \"UNITTEST_EXIT=$?\"; \
-                     echo \"TOKEN=[$SETUP_TOKEN]\"; env | grep -c {SECRET} || true; \
+                     echo \"TOKEN=[$SETUP_TOKEN]\"; echo \"SECRET_VARS=$(env | grep -c SETUP_TOKEN)\"; \
                      (exec 3<>/dev/tcp/127.0.0.1/{index_port}) 2>/dev/null && echo NET_OPEN || echo NET_BLOCKED; \
                      touch /env/agent-wrote 2>/dev/null && echo ENV_WRITTEN || echo ENV_READ_ONLY"
                 )}),
@@ -220,13 +221,14 @@ fn environment_file(index_port: u16, blocked_port: u16) -> String {
 commands = [
   "python3 -m pip install --no-index --find-links http://127.0.0.1:{index_port}/ tinypkg",
   "python3 -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:{blocked_port}/')\" || echo unlisted host refused",
-  "test \"$SETUP_TOKEN\" = '{SECRET}' && echo \"setup sees the token: $SETUP_TOKEN\"",
+  "test \"${{#SETUP_TOKEN}}\" -eq {len} && echo \"setup sees the token: $SETUP_TOKEN\"",
 ]
 network = ["127.0.0.1:{index_port}"]
 secrets = ["SETUP_TOKEN"]
 [agent]
 network = []
-"#
+"#,
+        len = SECRET.len()
     )
 }
 
@@ -335,11 +337,23 @@ async fn python_environment(runner: &str) {
     // Execution: Bash runs the tests against the snapshot, with no network and no secret.
     approve_first_plan(&server, &id, &mut seen).await;
     let result = wait_for_patch(&server, &id, &mut seen).await;
-    assert!(result.patch.is_some());
+    let verdict = result
+        .patch
+        .clone()
+        .and_then(|p| p.verdict)
+        .expect("a verdict");
+    assert_eq!(verdict.verdict, VerdictOutcome::Pass, "{verdict:?}");
+    assert!(
+        verdict.evidence.contains("python3 -m unittest"),
+        "{verdict:?}"
+    );
+    let said = result.result.clone().unwrap_or_default();
+    assert!(said.contains("Verification: PASS"), "{said}");
     let run = bash_output(&seen, "UNITTEST_EXIT=");
     assert!(run.contains("UNITTEST_EXIT=0"), "{run}");
     assert!(run.contains("test_greet"), "{run}");
     assert!(run.contains("TOKEN=[]"), "{run}");
+    assert!(run.contains("SECRET_VARS=0"), "{run}");
     assert!(run.contains("NET_BLOCKED"), "{run}");
     assert!(run.contains("ENV_READ_ONLY"), "{run}");
 

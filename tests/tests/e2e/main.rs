@@ -26,3 +26,4 @@ mod poller;
 mod poller_timeouts;
 mod replica_loss;
 mod resumable_upload;
+mod verdicts;

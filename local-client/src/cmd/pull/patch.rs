@@ -11,6 +11,7 @@ mod dry_run;
 mod pulled;
 mod stash;
 mod text;
+mod verdict;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -51,6 +52,17 @@ pub async fn command(client: &Client, args: &PullArgs) -> anyhow::Result<ExitCod
     if files.is_empty() {
         println!("The remote execution changed nothing.");
         return Ok(ExitCode::SUCCESS);
+    }
+    let judged = session
+        .execution
+        .as_ref()
+        .and_then(|e| e.patch.as_ref())
+        .and_then(|p| p.verdict.as_ref());
+    if let Some(judged) = judged {
+        eprintln!("{}", verdict::line(judged));
+    }
+    if verdict::gate(judged, args.yes, args.dry_run, id)? == verdict::Gate::Refuse {
+        return Ok(ExitCode::FAILURE);
     }
     let pulled =
         Pulled {

@@ -2,6 +2,7 @@
 //! finished, the patch it produced, file by file.
 
 use ultraplan_protocol::patch::{Execution, ExecutionState, FileChange};
+use ultraplan_protocol::verdict::{Verdict, VerdictOutcome};
 
 use super::unified::{self, Budget, FileDiff, Limits};
 use crate::http::state::AppState;
@@ -44,6 +45,31 @@ pub struct PatchView {
     pub more_files: usize,
     /// Some lines or files are left out.
     pub cut: bool,
+    /// The verifier's verdict, shown above the diff.
+    pub verdict: Option<VerdictView>,
+}
+
+/// The verifier's verdict on the execution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerdictView {
+    /// `PASS`, `FAIL` or `PARTIAL`.
+    pub outcome: &'static str,
+    /// CSS modifier: `pass`, `fail`, `partial`.
+    pub class: &'static str,
+    /// The evidence (escaped when rendered).
+    pub evidence: String,
+}
+
+fn verdict_view(verdict: &Verdict) -> VerdictView {
+    VerdictView {
+        outcome: verdict.verdict.as_str(),
+        class: match verdict.verdict {
+            VerdictOutcome::Pass => "pass",
+            VerdictOutcome::Fail => "fail",
+            VerdictOutcome::Partial => "partial",
+        },
+        evidence: verdict.evidence.clone(),
+    }
 }
 
 /// One file's section.
@@ -120,6 +146,7 @@ fn patch_view(patch: &PatchRow) -> PatchView {
         cut: more_files > 0 || files.iter().any(|f| f.file.hidden > 0),
         files,
         more_files,
+        verdict: summary.verdict.as_ref().map(verdict_view),
     }
 }
 

@@ -19,6 +19,7 @@ use ultraplan_runner::environment::{
 use super::SessionTask;
 use crate::orchestrator::lifecycle::Input;
 use crate::runner::Runner;
+use crate::secrets::SecretsError;
 
 /// Output lines gathered into one event at most.
 const BATCH_LINES: usize = 200;
@@ -314,10 +315,19 @@ impl SessionTask {
         if wanted.file.secrets.is_empty() {
             return Ok(Default::default());
         }
-        Err(format!(
-            "the secrets {} are not available",
-            wanted.file.secrets.join(", ")
-        ))
+        let secrets = self.inner.state.secrets();
+        match secrets
+            .values_for(&self.session.user_id, &wanted.file.secrets)
+            .await
+        {
+            Ok(values) => Ok(values),
+            Err(SecretsError::Missing(names)) => Err(format!(
+                "the environment file names secrets you have not set: {}. Set each with \
+                 `ultraplan secret set NAME`, then start the session again",
+                names.join(", ")
+            )),
+            Err(error) => Err(format!("its secrets could not be read: {error}")),
+        }
     }
 }
 
