@@ -60,7 +60,8 @@ pub struct PatchSummary {
     /// The verifier's verdict on the execution, when it ran (an execution that changed
     /// nothing is not verified).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<crate::verdict::Verdict>,
+    /// (Boxed: every event carries the summary's size.)
+    pub verdict: Option<Box<crate::verdict::Verdict>>,
 }
 
 /// A path the patch does not carry: a new file too large for it, or a symlink the server

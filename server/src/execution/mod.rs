@@ -224,7 +224,7 @@ async fn save(
     verdict: Option<Verdict>,
 ) -> Result<Patch, ExecutionError> {
     patch.summary.base_commit = session.context.base.commit.clone();
-    patch.summary.verdict = verdict;
+    patch.summary.verdict = verdict.map(Box::new);
     if !patch.diff.is_empty() {
         let blobs = state
             .config

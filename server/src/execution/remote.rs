@@ -56,6 +56,7 @@ mod tests {
             bytes: bytes as u64,
             base_commit: None,
             left_out: Vec::new(),
+            verdict: None,
         }
     }
 

@@ -152,6 +152,7 @@ mod tests {
             bytes: 100,
             base_commit: None,
             left_out: Vec::new(),
+            verdict: None,
         }
     }
 

@@ -54,6 +54,7 @@ fn summary() -> PatchSummary {
         bytes: PATCH.len() as u64,
         base_commit: Some("4f1c2a9e7d3b".into()),
         left_out: Vec::new(),
+        verdict: None,
     }
 }
 

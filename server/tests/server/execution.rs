@@ -424,6 +424,7 @@ async fn a_patch_stored_but_not_reported_is_reported_after_a_restart() {
         bytes: 10,
         base_commit: None,
         left_out: Vec::new(),
+        verdict: None,
     };
     let state = &server.state;
     state

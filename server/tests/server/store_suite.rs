@@ -548,6 +548,11 @@ async fn patches_are_stored_byte_for_byte(store: Arc<dyn Store>) {
         bytes: diff.len() as u64,
         base_commit: Some("abc".into()),
         left_out: Vec::new(),
+        // The verifier's verdict is stored with the summary.
+        verdict: Some(Box::new(ultraplan_protocol::verdict::Verdict {
+            verdict: ultraplan_protocol::verdict::VerdictOutcome::Fail,
+            evidence: "test_x fails".into(),
+        })),
     };
     store
         .save_patch(&session.id, &diff, &summary)

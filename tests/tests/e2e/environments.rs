@@ -84,9 +84,10 @@ with zipfile.ZipFile(out, "w") as z:
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("http.server");
+    let index = Index { child, port };
     for _ in 0..100 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Index { child, port };
+            return index;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }

@@ -36,7 +36,7 @@ fn script() -> Script {
                     } else {
                         "none"
                     };
-                    Reply::text(&format!(
+                    Reply::text(format!(
                         "Ran `sh test.sh`: exit code 1. Failing test: {failing}.\n\
                          Plan step 1 (say goodbye) is done, but it breaks test_greet.\n\
                          VERDICT: FAIL"

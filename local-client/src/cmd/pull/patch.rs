@@ -57,7 +57,7 @@ pub async fn command(client: &Client, args: &PullArgs) -> anyhow::Result<ExitCod
         .execution
         .as_ref()
         .and_then(|e| e.patch.as_ref())
-        .and_then(|p| p.verdict.as_ref());
+        .and_then(|p| p.verdict.as_deref());
     if let Some(judged) = judged {
         eprintln!("{}", verdict::line(judged));
     }

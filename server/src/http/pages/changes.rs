@@ -146,7 +146,7 @@ fn patch_view(patch: &PatchRow) -> PatchView {
         cut: more_files > 0 || files.iter().any(|f| f.file.hidden > 0),
         files,
         more_files,
-        verdict: summary.verdict.as_ref().map(verdict_view),
+        verdict: summary.verdict.as_deref().map(verdict_view),
     }
 }
 
@@ -185,6 +185,7 @@ mod tests {
                 bytes: diff.len() as u64,
                 base_commit: Some("0123456789abcdef".into()),
                 left_out: Vec::new(),
+                verdict: None,
             },
             created_at: 0,
         }

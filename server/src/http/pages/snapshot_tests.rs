@@ -232,6 +232,7 @@ pub(crate) fn two_file_summary() -> PatchSummary {
         bytes: TWO_FILE_PATCH.len() as u64,
         base_commit: Some("abc123def4567890".into()),
         left_out: Vec::new(),
+        verdict: None,
     }
 }
 

@@ -137,6 +137,7 @@ async fn a_patch_is_kept_for_the_task_and_oversized_ones_refused() {
         bytes: 0,
         base_commit: None,
         left_out: Vec::new(),
+        verdict: None,
     };
     link.dispatch(RunnerMessage::Patch {
         agent: agent(1),
