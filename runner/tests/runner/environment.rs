@@ -168,7 +168,9 @@ async fn failing_and_hanging_setups_leave_no_snapshot() {
         cache_dir.path().to_path_buf(),
         Duration::from_secs(3600),
     ));
-    let cases: [(&[&str], Duration, fn(&SetupEnd) -> bool, &str); 2] = [
+    // (commands, time limit, how it must end, a line its tail holds)
+    type Case<'a> = (&'a [&'a str], Duration, fn(&SetupEnd) -> bool, &'a str);
+    let cases: [Case; 2] = [
         (
             &["echo one", "echo about to fail; exit 4", "echo never"],
             Duration::from_secs(60),
