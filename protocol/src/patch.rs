@@ -60,7 +60,7 @@ pub struct PatchSummary {
     /// The verifier's verdict on the execution, when it ran (an execution that changed
     /// nothing is not verified).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    /// (Boxed: every event carries the summary's size.)
+    // Boxed: every event is as large as this summary.
     pub verdict: Option<Box<crate::verdict::Verdict>>,
 }
 
