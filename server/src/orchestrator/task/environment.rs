@@ -95,7 +95,15 @@ impl SessionTask {
         };
         let settings = &self.inner.settings;
         if let Some(lease) = settings.environments.lookup(&wanted.key) {
-            self.note_reused(&lease, transcript).await;
+            if self.note_reused(&lease, transcript).await && !wanted.file.maintenance.is_empty() {
+                let message = "The environment file's [maintenance] commands were not run: \
+                               maintenance of a reused environment is not supported yet, so it \
+                               is used as its setup left it."
+                    .to_owned();
+                let data = json!({"key": wanted.key, "maintenance": wanted.file.maintenance});
+                self.append_events(&[note(ENVIRONMENT_REUSED, message, data)])
+                    .await;
+            }
             self.environment = Some(lease);
             return Ok(Readiness::Ready);
         }
@@ -141,7 +149,7 @@ impl SessionTask {
         let (built, ()) = tokio::join!(building, self.log_output(rx));
         match built {
             Ok(Prepared::Reused(lease)) => {
-                self.note_reused(&lease, &[]).await;
+                let _ = self.note_reused(&lease, &[]).await;
                 self.environment = Some(lease);
                 Ok(Readiness::Ready)
             }
@@ -222,12 +230,12 @@ impl SessionTask {
             .await;
     }
 
-    /// Say a snapshot was reused, once per snapshot in a session's log.
+    /// Say a snapshot was reused, once per snapshot in a session's log; whether it said so.
     async fn note_reused(
         &self,
         lease: &ultraplan_runner::environment::Lease,
         transcript: &[EventBody],
-    ) {
+    ) -> bool {
         let key = &lease.meta.key;
         let said = transcript.iter().any(|e| match e {
             EventBody::System(s) => {
@@ -237,7 +245,7 @@ impl SessionTask {
             _ => false,
         });
         if said {
-            return;
+            return false;
         }
         let age = u64::try_from(crate::store::now_ms() - lease.meta.built_at_ms).unwrap_or(0);
         let message = format!("Environment reused (built {} ago).", ago(age));
@@ -248,6 +256,7 @@ impl SessionTask {
         });
         self.append_events(&[note(ENVIRONMENT_REUSED, message, data)])
             .await;
+        true
     }
 
     async fn setup_failed(&mut self, report: &SetupReport) -> Readiness {
