@@ -232,7 +232,10 @@ pub(crate) fn two_file_summary() -> PatchSummary {
         bytes: TWO_FILE_PATCH.len() as u64,
         base_commit: Some("abc123def4567890".into()),
         left_out: Vec::new(),
-        verdict: None,
+        verdict: Some(Box::new(ultraplan_protocol::verdict::Verdict {
+            verdict: ultraplan_protocol::verdict::VerdictOutcome::Fail,
+            evidence: "Ran `cargo test`: exit code 101.\nFailing: auth::tests::login <rejects>".into(),
+        })),
     }
 }
 
