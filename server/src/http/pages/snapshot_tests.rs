@@ -234,7 +234,8 @@ pub(crate) fn two_file_summary() -> PatchSummary {
         left_out: Vec::new(),
         verdict: Some(Box::new(ultraplan_protocol::verdict::Verdict {
             verdict: ultraplan_protocol::verdict::VerdictOutcome::Fail,
-            evidence: "Ran `cargo test`: exit code 101.\nFailing: auth::tests::login <rejects>".into(),
+            evidence: "Ran `cargo test`: exit code 101.\nFailing: auth::tests::login <rejects>"
+                .into(),
         })),
     }
 }
