@@ -58,6 +58,9 @@ pub struct Workspace {
     root: PathBuf,
     /// The root as it was given (what the model is told), when it differs from `root`.
     given: PathBuf,
+    /// A second tree reads may reach by absolute path (a prepared environment, bound
+    /// read-only); writes stay confined to `root`. Canonical.
+    read_only: Option<PathBuf>,
 }
 
 impl Workspace {
@@ -75,7 +78,21 @@ impl Workspace {
         Ok(Workspace {
             root: canonical,
             given,
+            read_only: None,
         })
+    }
+
+    /// Let reads resolve absolute paths under `dir` too (a prepared environment at `/env`,
+    /// docs/ARCHITECTURE.md §6.5). Writes stay confined to the root. A `dir` that is not a
+    /// directory is ignored.
+    pub fn with_read_only_root(mut self, dir: &Path) -> Self {
+        self.read_only = std::fs::canonicalize(dir).ok().filter(|d| d.is_dir());
+        self
+    }
+
+    /// The read-only tree, when one is set.
+    pub fn read_only_root(&self) -> Option<&Path> {
+        self.read_only.as_deref()
     }
 
     /// The canonical root directory.
@@ -87,6 +104,9 @@ impl Workspace {
     ///
     /// An empty path or `.` is the root itself.
     pub fn resolve(&self, user_path: &str) -> Result<PathBuf, WorkspaceError> {
+        if let Some(found) = self.resolve_read_only(user_path) {
+            return found;
+        }
         let normalized = self.normalized(user_path)?;
         self.confine(user_path, &self.root.join(normalized))
     }
@@ -130,6 +150,34 @@ impl Workspace {
             return ".".to_owned();
         }
         relative.to_string_lossy().into_owned()
+    }
+
+    /// An absolute path lexically under the read-only tree, resolved there (its real path
+    /// must stay inside it); `None` for any other path.
+    fn resolve_read_only(&self, user_path: &str) -> Option<Result<PathBuf, WorkspaceError>> {
+        let tree = self.read_only.as_ref()?;
+        let path = Path::new(user_path.trim());
+        if !path.is_absolute() {
+            return None;
+        }
+        let full = Path::new("/").join(normalize(path)?);
+        if !full.starts_with(tree) {
+            return None;
+        }
+        Some(match std::fs::canonicalize(&full) {
+            Ok(real) if real.starts_with(tree) => Ok(real),
+            Ok(_) => Err(WorkspaceError::SymlinkEscape {
+                path: user_path.to_owned(),
+            }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(WorkspaceError::NotFound {
+                path: user_path.to_owned(),
+                root: tree.clone(),
+            }),
+            Err(source) => Err(WorkspaceError::Io {
+                path: user_path.to_owned(),
+                source,
+            }),
+        })
     }
 
     /// The root-relative part of a user path, before normalization.

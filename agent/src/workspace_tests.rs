@@ -164,3 +164,58 @@ fn display_is_root_relative() {
     assert_eq!(ws.display(ws.root()), ".");
     assert_eq!(ws.display(&ws.root().join("src/lib.rs")), "src/lib.rs");
 }
+
+#[test]
+fn reads_reach_the_read_only_tree_by_absolute_path_and_writes_never_do() {
+    let repo = tree(&[("src/a.rs", b"fn a() {}\n")]);
+    let env = tree(&[
+        ("venv/lib/pkg/__init__.py", b"x = 1\n"),
+        ("home/.cache/f", b"c"),
+    ]);
+    symlink(env.path(), "escape", Path::new("/etc/hostname"));
+    symlink(env.path(), "inside", Path::new("venv/lib/pkg"));
+    let ws = Workspace::new(repo.path())
+        .expect("workspace")
+        .with_read_only_root(env.path());
+    let root = std::fs::canonicalize(env.path()).expect("canonical");
+    let e = |rel: &str| format!("{}/{rel}", env.path().display());
+    let cases = [
+        (
+            e("venv/lib/pkg/__init__.py"),
+            Ok(root.join("venv/lib/pkg/__init__.py")),
+        ),
+        (
+            e("inside/__init__.py"),
+            Ok(root.join("venv/lib/pkg/__init__.py")),
+        ),
+        (e("venv/../home/.cache/f"), Ok(root.join("home/.cache/f"))),
+        (e("escape"), Err("symlink")),
+        (e("missing.py"), Err("not found")),
+        (e("../outside"), Err("outside")),
+    ];
+    for (input, want) in cases {
+        let got = ws.resolve(&input);
+        match (want, &got) {
+            (Ok(path), Ok(p)) => assert_eq!(p, &path, "{input}"),
+            (Err("symlink"), Err(WorkspaceError::SymlinkEscape { .. }))
+            | (Err("not found"), Err(WorkspaceError::NotFound { .. }))
+            | (Err("outside"), Err(WorkspaceError::OutsideRoot { .. })) => {}
+            (want, got) => panic!("{input}: wanted {want:?}, got {got:?}"),
+        }
+    }
+    // Relative paths still mean the repository; writes never reach the read-only tree.
+    assert_eq!(
+        ws.resolve("src/a.rs").expect("repo"),
+        ws.root().join("src/a.rs")
+    );
+    assert!(matches!(
+        ws.resolve_for_write(&e("venv/new.py")),
+        Err(WorkspaceError::OutsideRoot { .. })
+    ));
+    // Without the tree, the same absolute path is outside the workspace.
+    let plain = Workspace::new(repo.path()).expect("workspace");
+    assert!(matches!(
+        plain.resolve(&e("venv/lib/pkg/__init__.py")),
+        Err(WorkspaceError::OutsideRoot { .. })
+    ));
+}

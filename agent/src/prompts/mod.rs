@@ -82,6 +82,27 @@ pub struct FirstMessage<'a> {
     pub prompt: &'a str,
     pub draft_plan: Option<&'a str>,
     pub project_docs: &'a [ProjectDoc],
+    /// Where a prepared environment is bound read-only, if one is.
+    pub environment: Option<&'a std::path::Path>,
+}
+
+/// What the agent is told about a prepared environment (docs/ARCHITECTURE.md §6.5).
+fn environment_note(mode: AgentMode, dir: &std::path::Path) -> String {
+    let dir = dir.display();
+    let head = format!(
+        "A prepared environment (what the repository's environment setup installed) is \
+         mounted read-only at {dir}."
+    );
+    match mode {
+        AgentMode::Plan => format!(
+            "{head} Read, Grep and Glob accept absolute paths under {dir}, for example the \
+             sources of installed dependencies under {dir}/venv/lib."
+        ),
+        _ => format!(
+            "{head} Bash runs with {dir}/venv/bin and {dir}/bin first on PATH and its Python \
+             virtual environment active: use it to build and run the project's tests."
+        ),
+    }
 }
 
 /// The first user message: instructions, project instructions, the draft plan, then the
@@ -95,6 +116,7 @@ pub fn first_message(input: FirstMessage<'_>) -> Message {
             input.project_docs,
             project_docs::MAX_PROJECT_DOC_BYTES,
         ));
+        blocks.extend(input.environment.map(|d| environment_note(input.mode, d)));
         blocks.push(input.prompt.to_owned());
         return user(blocks.into_iter().map(ContentBlock::text).collect());
     }
@@ -110,6 +132,7 @@ pub fn first_message(input: FirstMessage<'_>) -> Message {
             .filter(|d| !d.trim().is_empty())
             .map(text::draft_plan),
     );
+    blocks.extend(input.environment.map(|d| environment_note(input.mode, d)));
     blocks.push(input.prompt.to_owned());
     user(blocks.into_iter().map(ContentBlock::text).collect())
 }
@@ -144,6 +167,7 @@ mod tests {
                 prompt: "fix login",
                 draft_plan: draft,
                 project_docs: docs,
+                environment: None,
             });
             assert_eq!(message.content.len(), blocks, "{variant:?}");
             let all = text_of(&message);
@@ -169,6 +193,7 @@ mod tests {
             prompt: "fix login",
             draft_plan: Some("1. x"),
             project_docs: &docs,
+            environment: None,
         });
         assert_eq!(message.content.len(), 3);
         let all = text_of(&message);
@@ -178,6 +203,46 @@ mod tests {
         assert!(all.ends_with("fix login"));
         assert!(!all.contains("<draft-plan>") && !all.contains("subagents"));
         assert!(!all.to_lowercase().contains("ultraplan"));
+    }
+
+    #[test]
+    fn a_bound_environment_is_named_before_the_prompt_in_both_modes() {
+        let env = std::path::Path::new("/env");
+        for (mode, says) in [
+            (
+                AgentMode::Plan,
+                "Read, Grep and Glob accept absolute paths under /env",
+            ),
+            (
+                AgentMode::Execute,
+                "Bash runs with /env/venv/bin and /env/bin first on PATH",
+            ),
+        ] {
+            let message = first_message(FirstMessage {
+                mode,
+                variant: PromptVariant::default(),
+                prompt: "fix login",
+                draft_plan: None,
+                project_docs: &[],
+                environment: Some(env),
+            });
+            let blocks: Vec<String> = message
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text { text, .. } => Some(text.clone()),
+                    _ => None,
+                })
+                .collect();
+            let note = &blocks[blocks.len() - 2];
+            assert!(
+                note.contains("mounted read-only at /env"),
+                "{mode:?}: {note}"
+            );
+            assert!(note.contains(says), "{mode:?}: {note}");
+            assert_eq!(blocks.last().map(String::as_str), Some("fix login"));
+            assert!(!text_of(&message).to_lowercase().contains("ultraplan"));
+        }
     }
 
     #[test]

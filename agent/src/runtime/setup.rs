@@ -33,7 +33,11 @@ pub fn setup(
     transcript: &[EventBody],
     config: AgentConfig,
 ) -> Result<(Agent, ToolExec), SetupError> {
-    let workspace = Workspace::new(root)?;
+    let mut workspace = Workspace::new(root)?;
+    // The sandbox sets this where a prepared environment is bound read-only.
+    if let Some(env) = std::env::var_os(ultraplan_protocol::environment::ENV_VAR) {
+        workspace = workspace.with_read_only_root(Path::new(&env));
+    }
     let docs = project_docs::load(&workspace);
     let executing = settings.mode == AgentMode::Execute;
     let subagents = (!executing && prompts::variant_spec(settings.prompt_variant).subagents)
@@ -46,6 +50,7 @@ pub fn setup(
         prompt: &prompt,
         draft_plan: settings.draft_plan.as_deref(),
         project_docs: &docs,
+        environment: workspace.read_only_root(),
     });
     let registry = if executing {
         ToolRegistry::writable(workspace)

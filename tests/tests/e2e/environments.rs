@@ -199,10 +199,18 @@ fn script(index_port: u16) -> Script {
             };
         }
         if !req.tool_names().iter().any(|t| t == "Bash") {
+            // Plan mode reads the environment: the installed package's source under /env.
+            if req.tool_results().is_empty() {
+                return Reply::tool_use(
+                    "Grep",
+                    json!({"pattern": "hello from tinypkg", "path": "/env", "output_mode": "files_with_matches"}),
+                );
+            }
             return Reply::exit_plan_mode("1. Run the tests with python3 -m unittest");
         }
+        // The plan's Grep and the approval are the first two tool_results.
         match req.tool_results().len() {
-            1 => Reply::tool_use(
+            2 => Reply::tool_use(
                 "Bash",
                 json!({"command": format!(
                     "python3 -m unittest -v 2>&1; echo \"UNITTEST_EXIT=$?\"; \
@@ -337,6 +345,9 @@ async fn python_environment(runner: &str) {
 
     // Execution: Bash runs the tests against the snapshot, with no network and no secret.
     approve_first_plan(&server, &id, &mut seen).await;
+    // Plan mode read the installed package's source in /env.
+    let found = bash_output(&seen, "tinypkg/__init__.py");
+    assert!(found.contains("/env/venv/lib/"), "{found}");
     let result = wait_for_patch(&server, &id, &mut seen).await;
     let verdict = result
         .patch
