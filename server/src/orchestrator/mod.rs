@@ -293,6 +293,11 @@ impl Orchestrator {
     /// Remove expired environment snapshots nobody uses, now and every hour while the
     /// orchestrator lives (docs/ARCHITECTURE.md §6.5).
     fn sweep_environments(&self) {
+        // Only the in-process runner builds environments: a linked runner's orchestrator
+        // holds no leases on them, so it must not sweep what the local one uses.
+        if self.inner.runner.is_remote() {
+            return;
+        }
         let inner = Arc::downgrade(&self.inner);
         tokio::spawn(async move {
             let mut every = tokio::time::interval(std::time::Duration::from_secs(3600));
