@@ -15,6 +15,7 @@
 //! - [`runner`]: the messages of a keyless runner's link to the server;
 //! - [`git_patch`]: a `git diff` patch's per-file sections and the (C-quoted) names in them;
 //! - [`expiry`]: when a pending plan's time limit is near, and how long is left;
+//! - [`secret_names`]: what a secret may be called and hold;
 //! - [`scanner`]: the [`ExitPlanModeScanner`] and phase derivation;
 //! - [`constants`]: markers, sentinels, glyphs and limits.
 
@@ -33,6 +34,7 @@ pub mod patch;
 pub mod plan_text;
 pub mod runner;
 pub mod scanner;
+pub mod secret_names;
 pub mod secrets;
 pub mod session;
 pub mod usage;

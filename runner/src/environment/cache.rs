@@ -72,10 +72,6 @@ impl EnvironmentCache {
         }
     }
 
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     fn expired(&self, meta: &SnapshotMeta, now: i64) -> bool {
         let age = u64::try_from(now - meta.built_at_ms).unwrap_or(0);
         Duration::from_millis(age) >= self.ttl

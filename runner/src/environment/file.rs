@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use serde::Deserialize;
+use ultraplan_protocol::secret_names;
 
 /// Where the environment file lives in a repository.
 pub const ENVIRONMENT_FILE: &str = ".ultraplan/environment.toml";
@@ -167,27 +168,14 @@ fn commands(what: &str, list: Vec<String>) -> Result<Vec<String>, FileError> {
     Ok(list)
 }
 
-/// Whether `name` can be a secret's name: `[A-Z_][A-Z0-9_]*`, at most 64 bytes.
-pub fn valid_secret_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    let first_ok = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_uppercase() || c == '_');
-    first_ok
-        && name.len() <= 64
-        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-}
-
 fn secrets(names: Vec<String>) -> Result<Vec<String>, FileError> {
     if names.len() > MAX_SECRETS {
         return Err(FileError(format!(
             "[setup] secrets: more than {MAX_SECRETS} names"
         )));
     }
-    if let Some(bad) = names.iter().find(|n| !valid_secret_name(n)) {
-        return Err(FileError(format!(
-            "[setup] secrets: {bad:?} is not a secret name (upper-case letters, digits and _)"
-        )));
+    if let Some(problem) = names.iter().find_map(|n| secret_names::name_problem(n)) {
+        return Err(FileError(format!("[setup] secrets: {problem}")));
     }
     let mut sorted = names.clone();
     sorted.sort();

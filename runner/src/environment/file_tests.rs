@@ -51,7 +51,11 @@ fn refusals_say_what_to_change() {
     let cases = [
         ("[setup]\ncommand = [\"x\"]", "unknown field"),
         ("[setup]\ncommands = [\"\"]", "a command is empty"),
-        ("[setup]\nsecrets = [\"pip_token\"]", "is not a secret name"),
+        (
+            "[setup]\nsecrets = [\"pip_token\"]",
+            "only upper-case letters",
+        ),
+        ("[setup]\nsecrets = [\"PATH\"]", "set by the sandbox itself"),
         ("[setup]\ntimeout_seconds = 0", "at least 1"),
         (
             "[setup]\nlock_files = [\"../x.lock\"]",
@@ -117,7 +121,8 @@ fn secret_names_and_relative_paths() {
         ("", false),
         ("A-B", false),
     ] {
-        assert_eq!(valid_secret_name(name), ok, "{name}");
+        let file = format!("[setup]\nsecrets = [{name:?}]");
+        assert_eq!(parse(&file).is_ok(), ok, "{name}");
     }
     for (path, ok) in [
         ("a/b.lock", true),

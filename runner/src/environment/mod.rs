@@ -101,14 +101,6 @@ pub enum Prepared {
     Built(Lease, SetupReport),
 }
 
-impl Prepared {
-    pub fn lease(&self) -> &Lease {
-        match self {
-            Prepared::Reused(lease) | Prepared::Built(lease, _) => lease,
-        }
-    }
-}
-
 /// Why an environment is not ready.
 #[derive(Debug, thiserror::Error)]
 pub enum PrepareError {
@@ -138,14 +130,13 @@ impl Environments {
     }
 
     /// Build the snapshot for `key` unless another build of it finishes first (one build
-    /// per key at a time on this runner). `started` is called when setup really runs.
+    /// per key at a time on this runner).
     pub async fn build(
         &self,
         sandbox: &Sandbox,
         key: &str,
         mut run: SetupRun,
         lines: tokio::sync::mpsc::UnboundedSender<String>,
-        started: impl FnOnce(),
     ) -> Result<Prepared, PrepareError> {
         let gate = self.gate(key);
         let _building = gate.lock().await;
@@ -157,7 +148,6 @@ impl Environments {
             .stage(sandbox.workspace_owner())
             .map_err(|e| PrepareError::Io(e.to_string()))?;
         run.tree = staging.tree.clone();
-        started();
         let report = match setup::run(sandbox, run, lines).await {
             Ok(report) => report,
             Err(error) => {

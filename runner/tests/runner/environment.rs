@@ -81,7 +81,7 @@ async fn build(
     run: SetupRun,
 ) -> (Result<Prepared, PrepareError>, Vec<String>) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let built = environments.build(sandbox, key, run, tx, || {}).await;
+    let built = environments.build(sandbox, key, run, tx).await;
     let mut lines = Vec::new();
     while let Ok(line) = rx.try_recv() {
         lines.push(line);

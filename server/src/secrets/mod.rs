@@ -5,11 +5,11 @@
 
 pub mod cipher;
 pub mod key_file;
-pub mod names;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use ultraplan_protocol::secret_names;
 use ultraplan_protocol::secrets::SecretInfo;
 
 use crate::store::{SecretRow, Store, StoreError, format_ms, now_ms};
@@ -69,7 +69,7 @@ impl Secrets {
     /// Create or replace `owner`'s secret `name`.
     pub async fn set(&self, owner: &str, name: &str, value: &str) -> Result<(), SecretsError> {
         check_name(name)?;
-        if let Some(problem) = names::value_problem(value) {
+        if let Some(problem) = secret_names::value_problem(value) {
             return Err(SecretsError::InvalidValue(problem));
         }
         let sealed = self.key.cipher()?.seal(owner, name, value.as_bytes())?;
@@ -139,7 +139,7 @@ impl Secrets {
 }
 
 fn check_name(name: &str) -> Result<(), SecretsError> {
-    match names::name_problem(name) {
+    match secret_names::name_problem(name) {
         Some(problem) => Err(SecretsError::InvalidName(problem)),
         None => Ok(()),
     }

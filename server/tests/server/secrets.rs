@@ -135,28 +135,13 @@ async fn values_for_names_every_missing_secret(store: Arc<dyn Store>) {
 }
 
 async fn put(server: &TestServer, token: &str, name: &str, body: &Value) -> (u16, Value) {
-    let r = server
-        .http
-        .put(server.url(&format!("/v1/secrets/{name}")))
-        .bearer_auth(token)
-        .json(body)
-        .send()
+    server
+        .put(&format!("/v1/secrets/{name}"), token, body)
         .await
-        .expect("send");
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
 }
 
 async fn delete(server: &TestServer, token: &str, name: &str) -> (u16, Value) {
-    let r = server
-        .http
-        .delete(server.url(&format!("/v1/secrets/{name}")))
-        .bearer_auth(token)
-        .send()
-        .await
-        .expect("send");
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
+    server.delete(&format!("/v1/secrets/{name}"), token).await
 }
 
 /// `GET /v1/secrets` as text, and parsed.
@@ -189,8 +174,11 @@ both!(
             .to_owned();
         assert_eq!(listed["secrets"].as_array().map(Vec::len), Some(1));
 
-        // Replacing moves updated_at on; the value is never shown.
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        // Replacing moves updated_at on; the value is never shown. (Timestamps have
+        // millisecond precision: wait for the clock to pass the first one.)
+        while ultraplan_server::store::format_ms(ultraplan_server::store::now_ms()) == first {
+            tokio::task::yield_now().await;
+        }
         let (status, _) = put(&server, &ada, "PIP_TOKEN", &json!({"value": "second"})).await;
         assert_eq!(status, 204);
         let (text, listed) = list(&server, &ada).await;

@@ -124,16 +124,15 @@ impl TestServer {
             .expect("user")
     }
 
-    pub async fn get(&self, path: &str, token: &str) -> (u16, Value) {
-        let r = self
-            .http
-            .get(self.url(path))
-            .bearer_auth(token)
-            .send()
-            .await
-            .expect("send");
+    /// Send `request` with the bearer token; the status and the JSON body (null when none).
+    async fn json_of(&self, request: reqwest::RequestBuilder, token: &str) -> (u16, Value) {
+        let r = request.bearer_auth(token).send().await.expect("send");
         let status = r.status().as_u16();
         (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn get(&self, path: &str, token: &str) -> (u16, Value) {
+        self.json_of(self.http.get(self.url(path)), token).await
     }
 
     /// GET returning the body's bytes.
@@ -154,29 +153,25 @@ impl TestServer {
 
     /// GET with `Accept: application/json`.
     pub async fn get_json_accept(&self, path: &str, token: &str) -> (u16, Value) {
-        let r = self
+        let request = self
             .http
             .get(self.url(path))
-            .bearer_auth(token)
-            .header("accept", "application/json")
-            .send()
-            .await
-            .expect("send");
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
+            .header("accept", "application/json");
+        self.json_of(request, token).await
     }
 
     pub async fn post(&self, path: &str, token: &str, body: &Value) -> (u16, Value) {
-        let r = self
-            .http
-            .post(self.url(path))
-            .bearer_auth(token)
-            .json(body)
-            .send()
+        self.json_of(self.http.post(self.url(path)).json(body), token)
             .await
-            .expect("send");
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn put(&self, path: &str, token: &str, body: &Value) -> (u16, Value) {
+        self.json_of(self.http.put(self.url(path)).json(body), token)
+            .await
+    }
+
+    pub async fn delete(&self, path: &str, token: &str) -> (u16, Value) {
+        self.json_of(self.http.delete(self.url(path)), token).await
     }
 
     pub async fn put_bundle(&self, token: &str, sha: &str, bytes: Vec<u8>) -> (u16, Value) {

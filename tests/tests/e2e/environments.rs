@@ -6,7 +6,7 @@
 //! their log tail, exit code or time limit.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output};
+use std::process::{Child, Command};
 use std::time::Instant;
 
 use serde_json::{Value, json};
@@ -17,10 +17,10 @@ use ultraplan_protocol::constants::{
 use ultraplan_protocol::events::{Event, EventBody, SystemEvent};
 use ultraplan_protocol::verdict::VerdictOutcome;
 use ultraplan_tests::fake_models::{FakeAnthropic, RecordedRequest, Reply, Script};
-use ultraplan_tests::harness::{ServerProcess, workspace_bin};
+use ultraplan_tests::harness::ServerProcess;
 
-use crate::execution::{approve_first_plan, wait_for_patch};
-use crate::live_clients::browser_login;
+use crate::execution::{approve_first_plan, bash_output, client, git, wait_for_patch};
+use crate::live_clients::session_page;
 
 const SECRET: &str = "tok-6f1d2c-very-secret";
 
@@ -94,22 +94,8 @@ with zipfile.ZipFile(out, "w") as z:
     panic!("the package index did not start");
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A committed repository holding `files`.
-fn repository(root: &Path, name: &str, files: &[(&str, String)]) -> PathBuf {
+pub(crate) fn repository(root: &Path, name: &str, files: &[(&str, String)]) -> PathBuf {
     let repo = root.join(name);
     for (path, text) in files {
         let path = repo.join(path);
@@ -120,23 +106,6 @@ fn repository(root: &Path, name: &str, files: &[(&str, String)]) -> PathBuf {
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-qm", "base"]);
     repo
-}
-
-fn client(server: &ServerProcess, home: &Path, cwd: &Path, args: &[&str]) -> Output {
-    Command::new(workspace_bin("ultraplan").expect("client"))
-        .args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("XDG_STATE_HOME", home.join(".state"))
-        .env("XDG_CACHE_HOME", home.join(".cache"))
-        .env("XDG_DATA_HOME", home.join(".data"))
-        .env("ULTRAPLAN_SERVER", &server.base_url)
-        .env("ULTRAPLAN_TOKEN", &server.token)
-        .output()
-        .expect("run ultraplan")
 }
 
 fn launch(server: &ServerProcess, home: &Path, repo: &Path) -> String {
@@ -176,15 +145,6 @@ fn output_of(events: &[Event]) -> String {
         .filter_map(|s| s.message.clone())
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-fn bash_output(events: &[Event], needle: &str) -> String {
-    events
-        .iter()
-        .flat_map(|e| e.body.tool_results())
-        .map(|(_, text, _)| text)
-        .find(|t| t.contains(needle))
-        .unwrap_or_else(|| panic!("no tool result with {needle}"))
 }
 
 /// Plans, then (executing) runs the project's tests and probes the agent phase.
@@ -481,17 +441,7 @@ async fn failing_and_hanging_setups_end_the_session_with_their_reason() {
             );
         }
         assert!(fake.requests().is_empty(), "no agent started for {name}");
-        let path = format!("/sessions/{id}");
-        let cookie = browser_login(&server.base_url, &server.token, &path).await;
-        let page = reqwest::Client::new()
-            .get(format!("{}{path}", server.base_url))
-            .header("cookie", cookie)
-            .send()
-            .await
-            .expect("the page")
-            .text()
-            .await
-            .expect("page html");
+        let page = session_page(&server.base_url, &server.token, &id).await;
         assert!(page.contains(says), "{name}: the page says why");
         let tail_line = if timed_out {
             "waiting"

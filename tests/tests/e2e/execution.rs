@@ -79,7 +79,7 @@ fn script(fake_port: Arc<AtomicU16>, host: PathBuf, marker: String) -> Script {
     })
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@t"])
         .args(args)
@@ -114,7 +114,7 @@ fn clone(root: &Path, origin: &Path, name: &str) -> PathBuf {
 }
 
 /// The `ultraplan` client with its own HOME, talking to `server`.
-fn client(server: &ServerProcess, home: &Path, cwd: &Path, args: &[&str]) -> Output {
+pub(crate) fn client(server: &ServerProcess, home: &Path, cwd: &Path, args: &[&str]) -> Output {
     std::process::Command::new(workspace_bin("ultraplan").expect("client"))
         .args(args)
         .current_dir(cwd)
@@ -131,7 +131,7 @@ fn client(server: &ServerProcess, home: &Path, cwd: &Path, args: &[&str]) -> Out
         .expect("run ultraplan")
 }
 
-fn text(out: &Output) -> String {
+pub(crate) fn text(out: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -139,7 +139,7 @@ fn text(out: &Output) -> String {
     )
 }
 
-fn bash_output(events: &[Event], needle: &str) -> String {
+pub(crate) fn bash_output(events: &[Event], needle: &str) -> String {
     events
         .iter()
         .flat_map(|e| e.body.tool_results())

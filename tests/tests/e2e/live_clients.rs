@@ -50,6 +50,21 @@ pub(super) async fn browser_login(base: &str, token: &str, next: &str) -> String
     cookie.split(';').next().unwrap_or_default().to_owned()
 }
 
+/// A session's review page as its owner sees it: logged in through a login link, then fetched.
+pub(super) async fn session_page(base: &str, token: &str, id: &str) -> String {
+    let path = format!("/sessions/{id}");
+    let cookie = browser_login(base, token, &path).await;
+    reqwest::Client::new()
+        .get(format!("{base}{path}"))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .expect("the page")
+        .text()
+        .await
+        .expect("page html")
+}
+
 /// One `update` of the page stream: its SSE id (the last log event it covers), the ids of
 /// the timeline entries (`<li class="entry" id=…>`) its operations append, and the result
 /// slots (`res-<tool call>`) they fill.

@@ -2,16 +2,14 @@
 //! judged FAIL with the failing test named; the verdict is in the patch result, on the page and
 //! in `status`; `pull` refuses to apply it without a person's yes, and `--yes` applies it.
 
-use std::path::Path;
-use std::process::{Command, Output};
-
 use serde_json::{Value, json};
 use ultraplan_protocol::verdict::VerdictOutcome;
 use ultraplan_tests::fake_models::{FakeAnthropic, RecordedRequest, Reply, Script};
-use ultraplan_tests::harness::{ServerProcess, workspace_bin};
+use ultraplan_tests::harness::ServerProcess;
 
-use crate::execution::{approve_first_plan, wait_for_patch};
-use crate::live_clients::browser_login;
+use crate::environments::repository;
+use crate::execution::{approve_first_plan, client, text, wait_for_patch};
+use crate::live_clients::session_page;
 
 const GREET: &str = "greet() {\n  echo hello\n}\n";
 const TEST: &str = ". ./greet.sh\n[ \"$(greet)\" = hello ] || { echo 'FAIL: test_greet'; exit 1; }\necho 'all tests passed'\n";
@@ -57,45 +55,6 @@ fn script() -> Script {
     })
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn client(server: &ServerProcess, home: &Path, cwd: &Path, args: &[&str]) -> Output {
-    Command::new(workspace_bin("ultraplan").expect("client"))
-        .args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("XDG_STATE_HOME", home.join(".state"))
-        .env("XDG_CACHE_HOME", home.join(".cache"))
-        .env("XDG_DATA_HOME", home.join(".data"))
-        .env("ULTRAPLAN_SERVER", &server.base_url)
-        .env("ULTRAPLAN_TOKEN", &server.token)
-        .output()
-        .expect("run ultraplan")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_verdict_is_shown_and_pull_applies_it_only_when_told() {
     let root = tempfile::tempdir().expect("tempdir");
@@ -104,13 +63,11 @@ async fn a_failing_verdict_is_shown_and_pull_applies_it_only_when_told() {
         .await
         .expect("server");
     let home = root.path().join("home");
-    let origin = root.path().join("origin");
-    std::fs::create_dir_all(&origin).expect("mkdir");
-    std::fs::write(origin.join("greet.sh"), GREET).expect("write");
-    std::fs::write(origin.join("test.sh"), TEST).expect("write");
-    git(&origin, &["init", "-q", "-b", "main"]);
-    git(&origin, &["add", "-A"]);
-    git(&origin, &["commit", "-qm", "base"]);
+    let origin = repository(
+        root.path(),
+        "origin",
+        &[("greet.sh", GREET.to_owned()), ("test.sh", TEST.to_owned())],
+    );
 
     let out = client(
         &server,
@@ -161,17 +118,7 @@ async fn a_failing_verdict_is_shown_and_pull_applies_it_only_when_told() {
         text(&out)
     );
 
-    let path = format!("/sessions/{id}");
-    let cookie = browser_login(&server.base_url, &server.token, &path).await;
-    let page = reqwest::Client::new()
-        .get(format!("{}{path}", server.base_url))
-        .header("cookie", cookie)
-        .send()
-        .await
-        .expect("page")
-        .text()
-        .await
-        .expect("html");
+    let page = session_page(&server.base_url, &server.token, &id).await;
     let at_verdict = page
         .find("Verification: FAIL")
         .expect("the verdict on the page");

@@ -80,7 +80,8 @@ impl SessionTask {
         self.environment = None;
         let bundle = self.bundle_path().await?;
         let scope = self.session.user_id.clone();
-        let read = tokio::task::spawn_blocking(move || read_wanted(&bundle, &scope))
+        let tree = bundle.clone();
+        let read = tokio::task::spawn_blocking(move || read_wanted(&tree, &scope))
             .await
             .map_err(|e| e.to_string())?;
         let wanted = match read {
@@ -120,7 +121,7 @@ impl SessionTask {
         };
         let run = SetupRun {
             session_id: self.session.id.clone(),
-            workspace: self.bundle_path().await?,
+            workspace: bundle,
             tree: std::path::PathBuf::new(),
             commands: wanted.file.setup.clone(),
             secrets,
@@ -145,7 +146,7 @@ impl SessionTask {
     ) -> Result<Readiness, String> {
         let (tx, rx) = mpsc::unbounded_channel();
         let environments = self.inner.settings.environments.clone();
-        let building = environments.build(sandbox, &wanted.key, run, tx, || {});
+        let building = environments.build(sandbox, &wanted.key, run, tx);
         let (built, ()) = tokio::join!(building, self.log_output(rx));
         match built {
             Ok(Prepared::Reused(lease)) => {

@@ -1,9 +1,10 @@
-//! What a secret may be called and hold (docs/ARCHITECTURE.md §6.5): a name becomes an
+//! What a secret may be called and hold (docs/ARCHITECTURE.md §6.5), as the server's store
+//! and an environment file's `secrets` list both check it: a name becomes an
 //! environment variable of the setup phase, so it is a portable variable name and never one
 //! the sandbox sets itself; a value is text of bounded size without NUL bytes (which no
 //! environment variable can carry).
 
-use ultraplan_protocol::secrets::{MAX_SECRET_NAME_CHARS, MAX_SECRET_VALUE_BYTES};
+use crate::secrets::{MAX_SECRET_NAME_CHARS, MAX_SECRET_VALUE_BYTES};
 
 /// Variables the sandbox sets for the setup phase itself; a secret may not replace them.
 pub const RESERVED: [&str; 14] = [
@@ -60,5 +61,5 @@ pub fn value_problem(value: &str) -> Option<&'static str> {
 }
 
 #[cfg(test)]
-#[path = "names_tests.rs"]
+#[path = "secret_names_tests.rs"]
 mod tests;
