@@ -111,7 +111,7 @@ pub async fn run(inner: Arc<Inner>, task: Task) {
         remote_patch: None,
         environment: None,
     };
-    if launch.resumed && !task.resume(claim.took_over).await {
+    if !task.pick_up(launch.resumed, claim.took_over).await {
         task.release(false).await;
         return;
     }

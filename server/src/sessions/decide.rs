@@ -1,7 +1,7 @@
 //! Plan decisions: one path for the API and the review page.
 
 use ultraplan_protocol::api::{Decision, PlanResource};
-use ultraplan_protocol::patch::{Execution, ExecutionState};
+use ultraplan_protocol::patch::ExecutionState;
 use ultraplan_protocol::session::SessionStatus;
 
 use super::{SessionError, SessionResult};
@@ -137,12 +137,9 @@ async fn awaits_an_agent(state: &Core, session_id: &str) -> SessionResult<bool> 
 }
 
 /// An approved plan is executing from the moment of the decision, so nobody asking for the
-/// patch right after approving is told there is no execution.
+/// patch right after approving is told there is no execution. A runner that took the decision
+/// first (and may have finished the execution already) keeps what it recorded.
 async fn mark_executing(state: &Core, session: &SessionRow) -> SessionResult<()> {
-    let executing = Execution {
-        state: ExecutionState::Executing,
-        patch: None,
-    };
-    state.store.set_execution(&session.id, &executing).await?;
+    state.store.mark_executing(&session.id).await?;
     Ok(())
 }

@@ -244,6 +244,9 @@ pub trait Store: Send + Sync + 'static {
         session_id: &str,
         execution: &ultraplan_protocol::patch::Execution,
     ) -> StoreResult<()>;
+    /// Mark an approved plan's execution as under way, unless the session already records
+    /// one (a runner may have started, or even finished, it first); `true` when marked.
+    async fn mark_executing(&self, session_id: &str) -> StoreResult<bool>;
     /// Store the patch of a finished execution (replacing an earlier one) and mark the
     /// execution finished, in one transaction.
     async fn save_patch(

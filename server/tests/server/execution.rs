@@ -404,6 +404,67 @@ async fn executions_left_behind_are_finished_and_reported_once() {
     assert_eq!(results(&events), 1);
 }
 
+/// A queue entry that races the runner executing the session (a busy store applies an
+/// approval's queueing after the runner already finished) starts no agent on the finished
+/// session: the claim sees the stored patch and gives the session up at once.
+#[tokio::test]
+async fn a_late_queue_entry_for_an_executed_session_starts_no_agent() {
+    use ultraplan_server::store::AgentState;
+    let (server, orchestrator, models) = start().await;
+    let token = server.user("a").await;
+    let id = approved(&server, &models, &token).await;
+    models.gate.notify_one();
+    patch_result(&server, &token, &id).await;
+    let store = &server.state.core.store;
+    let row = |store: &Arc<dyn ultraplan_server::store::Store>| {
+        let store = store.clone();
+        let id = id.clone();
+        async move { store.session(&id).await.expect("store").expect("row") }
+    };
+    let settled = |r: &ultraplan_server::store::SessionRow| {
+        r.agent_state == AgentState::Finished && r.runner.is_none()
+    };
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !settled(&row(store).await) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the runner never let go"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let before = row(store).await;
+    let asked = models.requests.lock().expect("lock").len();
+
+    assert!(
+        orchestrator.queue(&id).await.expect("queue"),
+        "queued again"
+    );
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let now = row(store).await;
+        if now.agent_state != AgentState::Queued && settled(&now) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the late claim did not give the session up: {:?}",
+            now.agent_state
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let after = row(store).await;
+    assert_eq!(
+        after.last_event_id, before.last_event_id,
+        "nothing was logged"
+    );
+    assert_eq!(after.execution, before.execution, "the patch stands");
+    assert_eq!(
+        models.requests.lock().expect("lock").len(),
+        asked,
+        "no agent asked the model"
+    );
+}
+
 #[tokio::test]
 async fn a_patch_stored_but_not_reported_is_reported_after_a_restart() {
     use ultraplan_protocol::patch::{FileChange, PatchFile, PatchSummary};

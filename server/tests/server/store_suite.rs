@@ -522,6 +522,15 @@ async fn patches_are_stored_byte_for_byte(store: Arc<dyn Store>) {
     let session = new_session(&store, &user.id).await;
     assert_eq!(session.execution, None);
     assert!(store.patch(&session.id).await.expect("patch").is_none());
+    // The approval marks an execution the session does not record yet.
+    let fresh = new_session(&store, &user.id).await;
+    assert!(store.mark_executing(&fresh.id).await.expect("mark"));
+    assert!(!store.mark_executing(&fresh.id).await.expect("mark again"));
+    let row = store.session(&fresh.id).await.expect("get").expect("row");
+    assert_eq!(
+        row.execution.map(|e| e.state),
+        Some(ExecutionState::Executing)
+    );
     let executing = Execution {
         state: ExecutionState::Executing,
         patch: None,
@@ -563,6 +572,8 @@ async fn patches_are_stored_byte_for_byte(store: Arc<dyn Store>) {
         .save_patch(&session.id, &diff, &summary)
         .await
         .expect("save again");
+    // A late approval's mark never overwrites what a runner recorded: the patch stays.
+    assert!(!store.mark_executing(&session.id).await.expect("mark"));
     let stored = store.patch(&session.id).await.expect("patch").expect("row");
     assert_eq!(stored.diff, diff);
     assert_eq!(stored.summary, summary);

@@ -7,12 +7,15 @@ use super::SessionTask;
 use crate::store::{AgentState, now_ms};
 
 impl SessionTask {
-    /// A session an agent ran for before. `false` when nothing is left to run: its execution
-    /// had already finished (the missing report of its patch is appended).
-    pub(super) async fn resume(&mut self, took_over: bool) -> bool {
+    /// Whether the claimed session needs an agent. `false` when its execution had already
+    /// finished (the missing report of its patch is appended): a queue entry that raced the
+    /// runner which executed it must not start a fresh agent on a finished session. A session
+    /// an agent ran for before says in its log that it resumes.
+    pub(super) async fn pick_up(&mut self, resumed: bool, took_over: bool) -> bool {
         let state = &self.inner.state;
         match crate::execution::settle_finished(state, &self.session).await {
             Ok(true) => {
+                tracing::info!(session_id = %self.session.id, resumed, "claimed a session whose execution had finished: no agent starts");
                 let store = &state.store;
                 let _ = store.set_status_as(&self.lease, SessionStatus::Idle).await;
                 self.set_agent_state(AgentState::Finished).await;
@@ -22,6 +25,9 @@ impl SessionTask {
             Err(error) => {
                 tracing::error!(session_id = %self.session.id, %error, "cannot tell whether the execution finished");
             }
+        }
+        if !resumed {
+            return true;
         }
         let message = if took_over {
             format!(

@@ -322,6 +322,10 @@ impl Store for CachedStore {
         self.writing(session_id, self.inner.set_execution(session_id, execution))
             .await
     }
+    async fn mark_executing(&self, session_id: &str) -> StoreResult<bool> {
+        self.writing(session_id, self.inner.mark_executing(session_id))
+            .await
+    }
     async fn save_patch(
         &self,
         session_id: &str,

@@ -236,6 +236,10 @@ impl<B: Backend> Store for B {
         work::set_execution(&mut *self.pool(), session_id, execution).await
     }
 
+    async fn mark_executing(&self, session_id: &str) -> StoreResult<bool> {
+        work::mark_executing(&mut *self.pool(), session_id).await
+    }
+
     async fn save_patch(
         &self,
         session_id: &str,

@@ -17,6 +17,26 @@ pub async fn set_execution(
     write_execution(c, session_id, execution, now_ms()).await
 }
 
+/// Record an execution as under way where the session records none yet.
+pub async fn mark_executing(c: &mut dyn Conn, session_id: &str) -> StoreResult<bool> {
+    let executing = Execution {
+        state: ExecutionState::Executing,
+        patch: None,
+    };
+    let changed = c
+        .execute(
+            "UPDATE sessions SET execution = $2, updated_at = $3 \
+             WHERE id = $1 AND execution IS NULL",
+            &[
+                Text(session_id),
+                Text(&serde_json::to_string(&executing)?),
+                now_ms().into(),
+            ],
+        )
+        .await?;
+    Ok(changed == 1)
+}
+
 async fn write_execution(
     c: &mut dyn Conn,
     session_id: &str,
