@@ -65,6 +65,11 @@ pub struct LaunchArgs {
     #[arg(long)]
     pub no_watch: bool,
 
+    /// Use this named environment on the server (`ultraplan env list`) instead of the
+    /// repository's .ultraplan/environment.toml.
+    #[arg(long = "env", value_name = "NAME")]
+    pub environment: Option<String>,
+
     /// What to plan. Words are joined with spaces.
     #[arg(value_name = "PROMPT")]
     pub prompt: Vec<String>,
@@ -284,10 +289,40 @@ pub enum Command {
         #[command(subcommand)]
         action: SecretAction,
     },
+    /// Manage your named environments on the server (use one with `launch --env NAME`).
+    Env {
+        #[command(subcommand)]
+        action: EnvAction,
+    },
     /// Integrations with other tools.
     Hook {
         #[command(subcommand)]
         target: HookTarget,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EnvAction {
+    /// Create or replace an environment from a file in the format of
+    /// .ultraplan/environment.toml ([setup], [agent], …).
+    Set {
+        /// Lower-case letters, digits, '.', '_' and '-', e.g. py312.
+        #[arg(value_name = "NAME")]
+        name: String,
+        /// The TOML file.
+        #[arg(long, value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// List your environments and the ones the server shares with every user.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete one of your environments.
+    Rm {
+        #[arg(value_name = "NAME")]
+        name: String,
     },
 }
 
@@ -340,6 +375,7 @@ impl Command {
             Self::Message { .. } => "message",
             Self::Wait { .. } => "wait",
             Self::Secret { .. } => "secret",
+            Self::Env { .. } => "env",
             Self::Hook { .. } => "hook claude-code",
         }
     }

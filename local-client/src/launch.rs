@@ -55,6 +55,7 @@ pub fn session_context(bundle: &Bundle, draft_plan: Option<String>) -> SessionCo
             bytes: m.bytes,
         }),
         draft_plan,
+        environment: None,
     }
 }
 

@@ -73,6 +73,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let env = Env::load(&cli.global)?;
             runtime()?.block_on(cmd::watch::command(&env, &session.id, json, detached))
         }
+        Some(Command::Env { action }) => {
+            let env = Env::load(&cli.global)?;
+            runtime()?.block_on(cmd::environment::command(&env, action))
+        }
         Some(Command::Secret { action }) => {
             let env = Env::load(&cli.global)?;
             runtime()?.block_on(cmd::secret::command(&env, action))

@@ -24,6 +24,7 @@ pub mod api;
 pub mod comments;
 pub mod constants;
 pub mod environment;
+pub mod environments;
 pub mod events;
 pub mod expiry;
 pub mod frames;

@@ -152,6 +152,10 @@ pub struct SessionContext {
     /// A local draft plan to refine remotely.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draft_plan: Option<String>,
+    /// A named environment on the server (`/v1/environments`) to use instead of the
+    /// repository's `.ultraplan/environment.toml`; validated by the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
 }
 
 /// Always `"session"`: the resource kind tag.

@@ -63,6 +63,10 @@ impl Core {
     }
 
     /// The secrets use cases (docs/ARCHITECTURE.md §6.5).
+    pub fn environments(&self) -> crate::environments::Environments {
+        crate::environments::Environments::new(self.store.clone())
+    }
+
     pub fn secrets(&self) -> Secrets {
         Secrets::new(self.store.clone(), self.secrets_key.clone())
     }

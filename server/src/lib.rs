@@ -8,6 +8,7 @@ pub mod blobs;
 pub mod comments;
 pub mod config;
 pub mod core;
+pub mod environments;
 pub mod execution;
 pub mod flags;
 pub mod fleet;

@@ -18,6 +18,7 @@ use ultraplan_server::blobs::BlobLocation;
 use ultraplan_server::model_router::Models;
 use ultraplan_server::secrets::key_file::load_or_create;
 
+mod env_cmd;
 mod secret_cmd;
 
 #[derive(Parser)]
@@ -65,6 +66,9 @@ enum Command {
     /// Manage a user's secrets for environment setup (values are never printed).
     #[command(subcommand)]
     Secret(SecretCommand),
+    /// Manage named environments: a user's own, or shared with every user.
+    #[command(subcommand)]
+    Env(EnvCommand),
 }
 
 #[derive(clap::Args)]
@@ -258,6 +262,42 @@ enum RunnerTokenCommand {
     Revoke { name: String },
 }
 
+/// Whose environment: one user's (`--user NAME`) or every user's (`--shared`).
+#[derive(clap::Args)]
+#[group(required = true, multiple = false)]
+struct EnvOwner {
+    /// The user it belongs to.
+    #[arg(long)]
+    user: Option<String>,
+    /// Shared with every user (its snapshot too, so it may not name secrets).
+    #[arg(long)]
+    shared: bool,
+}
+
+#[derive(Subcommand)]
+enum EnvCommand {
+    /// Create or replace an environment from a file holding an environment file's TOML.
+    Add {
+        name: String,
+        /// The TOML (`[setup]`, `[agent]`, …), as in `.ultraplan/environment.toml`.
+        #[arg(long)]
+        file: PathBuf,
+        #[command(flatten)]
+        owner: EnvOwner,
+    },
+    /// Show the environments a user can use (theirs and the shared ones), or only the shared.
+    List {
+        #[command(flatten)]
+        owner: EnvOwner,
+    },
+    /// Delete an environment.
+    Rm {
+        name: String,
+        #[command(flatten)]
+        owner: EnvOwner,
+    },
+}
+
 #[derive(Subcommand)]
 enum SecretCommand {
     /// Create or replace a secret, its value read from stdin (one trailing newline dropped).
@@ -414,6 +454,7 @@ async fn run() -> anyhow::Result<()> {
         Command::Flags(command) => flags(&config, command).await,
         Command::RunnerToken(command) => runner_token(&config, command).await,
         Command::Secret(command) => secret_cmd::run(&config, command).await,
+        Command::Env(command) => env_cmd::run(&config, command).await,
     }
 }
 

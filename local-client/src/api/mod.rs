@@ -1,5 +1,6 @@
 //! A small typed client of the server's `/v1` API (docs/ARCHITECTURE.md §3.1).
 
+mod environments;
 mod error;
 mod messages;
 mod secrets;
@@ -295,4 +296,19 @@ impl Client {
 pub struct LoginLink {
     pub url: String,
     pub expires_at: String,
+}
+
+/// `name` as one path segment: every byte outside `[A-Za-z0-9_-]` percent-encoded (dots too,
+/// so `..` is never a path step), so any name the user types reaches the server (which says
+/// what is wrong with it) as one segment.
+fn segment(name: &str) -> String {
+    let mut encoded = String::with_capacity(name.len());
+    for byte in name.bytes() {
+        if byte.is_ascii_alphanumeric() || b"_-".contains(&byte) {
+            encoded.push(char::from(byte));
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    encoded
 }

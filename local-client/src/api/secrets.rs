@@ -30,19 +30,9 @@ impl Client {
     }
 }
 
-/// The path of secret `name`, every byte outside `[A-Za-z0-9_-]` percent-encoded (dots too, so
-/// `..` is never a path step), so any
-/// name the user types reaches the server (which says what is wrong with it) as one segment.
+/// The path of secret `name`: one segment, whatever the user typed ([`super::segment`]).
 fn secret_path(name: &str) -> String {
-    let mut path = String::from("/v1/secrets/");
-    for byte in name.bytes() {
-        if byte.is_ascii_alphanumeric() || b"_-".contains(&byte) {
-            path.push(char::from(byte));
-        } else {
-            path.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    path
+    format!("/v1/secrets/{}", super::segment(name))
 }
 
 #[cfg(test)]

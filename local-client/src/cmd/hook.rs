@@ -70,6 +70,7 @@ async fn try_launch(env: &Env, input: &HookInput) -> anyhow::Result<(String, Str
     let request = Request {
         prompt,
         draft_plan: None,
+        environment: None,
         repo: input.cwd.clone(),
         watch: !super::no_watch(),
         quiet: true,

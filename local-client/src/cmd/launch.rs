@@ -26,6 +26,8 @@ pub struct Request {
     /// The prompt to send (keyword already rewritten).
     pub prompt: String,
     pub draft_plan: Option<String>,
+    /// A named environment on the server to use instead of the repository's file.
+    pub environment: Option<String>,
     /// Any directory inside the repository.
     pub repo: PathBuf,
     /// Start the detached poller.
@@ -90,6 +92,7 @@ pub async fn command(env: &Env, args: &LaunchArgs) -> anyhow::Result<ExitCode> {
     let request = Request {
         prompt,
         draft_plan,
+        environment: args.environment.clone(),
         repo: args.repo.clone(),
         watch: !args.no_watch && !super::no_watch(),
         quiet: args.json,
@@ -158,7 +161,8 @@ pub async fn run(
     let uploaded = upload(client, &bundle, &file, request).await;
     let _ = std::fs::remove_file(&file);
     uploaded?;
-    let create = launch::create_request(&request.prompt, &bundle, request.draft_plan.clone());
+    let mut create = launch::create_request(&request.prompt, &bundle, request.draft_plan.clone());
+    create.session_context.environment = request.environment.clone();
     let session = client
         .create_session(&create)
         .await

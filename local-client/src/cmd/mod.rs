@@ -3,6 +3,7 @@
 // Printing the result is what a command is for; the library never prints.
 #![allow(clippy::print_stdout)]
 
+pub mod environment;
 pub mod hook;
 pub mod launch;
 pub mod login;

@@ -228,6 +228,7 @@ async fn launch_in_background(env: &Env, prompt: String) -> anyhow::Result<(Stri
     let request = Request {
         prompt,
         draft_plan: None,
+        environment: None,
         repo: ".".into(),
         watch: !super::no_watch(),
         quiet: true,

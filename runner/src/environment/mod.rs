@@ -40,6 +40,18 @@ pub fn read_wanted(root: &Path, scope: &str) -> Result<Option<Wanted>, FileError
     };
     let text =
         std::str::from_utf8(&bytes).map_err(|_| FileError("the file is not UTF-8".to_owned()))?;
+    keyed(root, text, scope).map(Some)
+}
+
+/// A named environment's definition (kept on the server), keyed like a repository's file:
+/// its lock files are read from the repository at `root`. A shared environment's `scope` is
+/// the same for every user, so they share its snapshot.
+pub fn named_wanted(root: &Path, definition: &str, scope: &str) -> Result<Wanted, FileError> {
+    keyed(root, definition, scope)
+}
+
+fn keyed(root: &Path, text: &str, scope: &str) -> Result<Wanted, FileError> {
+    let bytes = text.as_bytes();
     let file = file::parse(text)?;
     let mut locks = Vec::new();
     for path in &file.lock_files {
@@ -47,12 +59,12 @@ pub fn read_wanted(root: &Path, scope: &str) -> Result<Option<Wanted>, FileError
         locks.push((path.clone(), digest));
     }
     let key = key::environment_key(&key::KeyInputs {
-        file: &bytes,
+        file: bytes,
         lock_files: &locks,
         base: &base(),
         scope,
     });
-    Ok(Some(Wanted { file, key }))
+    Ok(Wanted { file, key })
 }
 
 /// A file of the tree, if it is there, after checking its real path stays inside the tree.

@@ -6,6 +6,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use ultraplan_protocol::api::{ErrorBody, ErrorDetail};
 
+use crate::environments::EnvironmentError;
 use crate::retention::QuotaError;
 use crate::secrets::SecretsError;
 use crate::sessions::SessionError;
@@ -154,6 +155,19 @@ impl From<SecretsError> for ApiError {
             | SecretsError::Unreadable(_)
             | SecretsError::Key(_)
             | SecretsError::Cipher(_) => ApiError::Internal(error.to_string()),
+        }
+    }
+}
+
+impl From<EnvironmentError> for ApiError {
+    fn from(error: EnvironmentError) -> Self {
+        let code = error.code();
+        match error {
+            EnvironmentError::InvalidName(_) | EnvironmentError::InvalidDefinition(_) => {
+                ApiError::bad_request(code, error.to_string())
+            }
+            EnvironmentError::NotFound(_) => ApiError::NotFound("environment"),
+            EnvironmentError::Store(e) => ApiError::Store(e),
         }
     }
 }

@@ -64,6 +64,9 @@ async fn create_inner(
     {
         return Err(SessionError::NotFound("bundle"));
     }
+    if let Some(name) = &req.session_context.environment {
+        check_environment(core, &user.id, name).await?;
+    }
     req.session_context
         .prompt_variant
         .get_or_insert_with(|| flags.prompt_variant.as_str().to_owned());
@@ -88,4 +91,20 @@ async fn create_inner(
         .await;
     tracing::info!(session_id = %row.id, user = %user.name, "session created");
     Ok(resource(core, agents, &row))
+}
+
+/// A named environment the session asks for must be one the user can use, so a typo is
+/// refused at launch rather than when its agent starts.
+async fn check_environment(core: &Core, owner: &str, name: &str) -> SessionResult<()> {
+    use crate::environments::EnvironmentError;
+    match core.environments().resolve(owner, name).await {
+        Ok(_) => Ok(()),
+        Err(EnvironmentError::Store(error)) => Err(error.into()),
+        Err(error) => Err(SessionError::invalid(
+            "unknown_environment",
+            format!(
+                "{error}: see `ultraplan env list` for the environments you can use, or drop                  --env to use the repository's .ultraplan/environment.toml"
+            ),
+        )),
+    }
 }

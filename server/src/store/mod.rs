@@ -30,8 +30,9 @@ pub use cache::CachedStore;
 pub use comments::{AddComment, CommentRow};
 pub use leases::{Author, Claim, Lease};
 pub use models::{
-    AgentState, AppendEffects, BundleRow, DecideOutcome, FlagRow, LinkRow, ModelCall, NewPlan,
-    NewSession, PatchRow, PlanRow, SecretRow, SessionRow, TokenRow, UserRow, WebSessionRow,
+    AgentState, AppendEffects, BundleRow, DecideOutcome, EnvironmentRow, FlagRow, LinkRow,
+    ModelCall, NewPlan, NewSession, PatchRow, PlanRow, SHARED_OWNER, SecretRow, SessionRow,
+    TokenRow, UserRow, WebSessionRow,
 };
 pub use postgres::{Change, Changes, PostgresStore};
 pub use retention::{Admission, Collected, stored_bytes};
@@ -166,6 +167,22 @@ pub trait Store: Send + Sync + 'static {
     /// Those of `owner_id`'s secrets among `names` that exist, sealed, by name.
     async fn sealed_secrets(&self, owner_id: &str, names: &[String])
     -> StoreResult<Vec<SecretRow>>;
+
+    // --- named environments (docs/ARCHITECTURE.md §6.5) ---
+    /// Create or replace `row.owner_id`'s environment `row.name`, keeping the first
+    /// `created_at`.
+    async fn put_environment(&self, row: &EnvironmentRow) -> StoreResult<()>;
+    /// `owner_id`'s environments and the shared ones, by name (the owner's first on a tie).
+    async fn environments_for(&self, owner_id: &str) -> StoreResult<Vec<EnvironmentRow>>;
+    /// The environment `name` as `owner_id` sees it: their own, else a shared one.
+    async fn environment_for(
+        &self,
+        owner_id: &str,
+        name: &str,
+    ) -> StoreResult<Option<EnvironmentRow>>;
+    /// Delete `owner_id`'s environment `name` (a shared one with [`SHARED_OWNER`]); `false`
+    /// when there was none.
+    async fn delete_environment(&self, owner_id: &str, name: &str) -> StoreResult<bool>;
 
     // --- bundles ---
     /// Record a validated bundle and that `user_id` holds it.

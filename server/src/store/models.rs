@@ -27,6 +27,28 @@ pub struct SecretRow {
     pub updated_at: i64,
 }
 
+/// The owner of an environment shared with every user.
+pub const SHARED_OWNER: &str = "";
+
+/// A named environment: an environment file's TOML kept under a name (docs/ARCHITECTURE.md
+/// §6.5). Times are unix milliseconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvironmentRow {
+    /// The owner's id, or [`SHARED_OWNER`].
+    pub owner_id: String,
+    pub name: String,
+    pub definition: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl EnvironmentRow {
+    /// Offered to every user.
+    pub fn shared(&self) -> bool {
+        self.owner_id == SHARED_OWNER
+    }
+}
+
 /// A stored API token: only its salted hash is kept.
 #[derive(Clone, PartialEq, Eq)]
 pub struct TokenRow {

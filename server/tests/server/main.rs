@@ -9,6 +9,7 @@ mod bundle_encodings;
 mod bundles;
 mod comments;
 mod decisions;
+mod environments;
 mod events;
 mod execution;
 mod lease_suite;

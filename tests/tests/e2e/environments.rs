@@ -12,14 +12,16 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use ultraplan_protocol::constants::{
     ENVIRONMENT_FAILED, ENVIRONMENT_OUTPUT, ENVIRONMENT_READY, ENVIRONMENT_REUSED,
-    ERROR_ENVIRONMENT,
+    ENVIRONMENT_SETUP, ERROR_ENVIRONMENT,
 };
 use ultraplan_protocol::events::{Event, EventBody, SystemEvent};
 use ultraplan_protocol::verdict::VerdictOutcome;
 use ultraplan_tests::fake_models::{FakeAnthropic, RecordedRequest, Reply, Script};
 use ultraplan_tests::harness::ServerProcess;
 
-use crate::execution::{approve_first_plan, bash_output, client, git, wait_for_patch};
+use crate::execution::{
+    approve_first_plan, bash_output, client, client_as, git, text, wait_for_patch,
+};
 use crate::live_clients::session_page;
 
 const SECRET: &str = "tok-6f1d2c-very-secret";
@@ -109,18 +111,21 @@ pub(crate) fn repository(root: &Path, name: &str, files: &[(&str, String)]) -> P
 }
 
 fn launch(server: &ServerProcess, home: &Path, repo: &Path) -> String {
-    let out = client(
-        server,
-        home,
-        repo,
-        &[
-            "launch",
-            "--yes",
-            "--json",
-            "--no-watch",
-            "ultraplan make the tests pass",
-        ],
-    );
+    launch_as(server, &server.token, home, repo, &[])
+}
+
+/// Launch through the real client as `token`'s user, with `extra` launch flags.
+fn launch_as(
+    server: &ServerProcess,
+    token: &str,
+    home: &Path,
+    repo: &Path,
+    extra: &[&str],
+) -> String {
+    let mut args = vec!["launch", "--yes", "--json", "--no-watch"];
+    args.extend_from_slice(extra);
+    args.push("ultraplan make the tests pass");
+    let out = client_as(server, token, home, repo, &args);
     assert!(
         out.status.success(),
         "{}{}",
@@ -453,4 +458,197 @@ async fn failing_and_hanging_setups_end_the_session_with_their_reason() {
             "{name}: the page shows the output"
         );
     }
+}
+
+/// Waits until `token`'s session `id` logs an event `pick` accepts; every event so far.
+async fn wait_as(
+    server: &ServerProcess,
+    token: &str,
+    id: &str,
+    pick: impl Fn(&Event) -> bool,
+) -> Vec<Event> {
+    let deadline = Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let page: Value = reqwest::Client::new()
+            .get(format!(
+                "{}/v1/sessions/{id}/events?limit=1000",
+                server.base_url
+            ))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("events")
+            .json()
+            .await
+            .expect("events json");
+        let events: Vec<Event> = serde_json::from_value(page["data"].clone()).expect("events");
+        if events.iter().any(&pick) {
+            return events;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out: {events:#?}\n{}",
+            server.log()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// Named environments: the operator shares one with every user and its snapshot serves them
+/// all; a user keeps their own with `ultraplan env set`; `launch --env NAME` uses one instead
+/// of the repository's file; a name nobody has is refused at launch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn named_environments_replace_the_repository_file_and_shared_ones_serve_every_user() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let index = package_index(root.path());
+    let fake = FakeAnthropic::start(Script::from_fn(|_| Reply::exit_plan_mode("1. nothing"))).await;
+    let server = ServerProcess::with_fake_anthropic("bwrap", &fake.base_url())
+        .await
+        .expect("server");
+    let home = root.path().join("home");
+    let definition = format!(
+        "[setup]\ncommands = [\"python3 -m pip install --no-index --find-links \
+         http://127.0.0.1:{port}/ tinypkg\"]\nnetwork = [\"127.0.0.1:{port}\"]\n",
+        port = index.port
+    );
+    let file = root.path().join("py.toml");
+    std::fs::write(&file, &definition).expect("write");
+    let file_arg = file.to_str().expect("utf-8");
+    // A shared environment may not name secrets: refused with the reason.
+    let secretive = root.path().join("secretive.toml");
+    std::fs::write(
+        &secretive,
+        "[setup]\ncommands = [\"true\"]\nsecrets = [\"TOKEN\"]\n",
+    )
+    .expect("write");
+    let refused = server
+        .admin(&[
+            "env",
+            "add",
+            "team",
+            "--shared",
+            "--file",
+            secretive.to_str().expect("utf-8"),
+        ])
+        .await
+        .expect_err("refused");
+    assert!(
+        refused.to_string().contains("cannot name secrets"),
+        "{refused}"
+    );
+    server
+        .admin(&["env", "add", "team-py", "--shared", "--file", file_arg])
+        .await
+        .expect("env add --shared");
+    let other = server.admin(&["user", "add", "other"]).await.expect("user");
+    let other = other.trim();
+
+    // The repository's own file would fail; a named environment replaces it.
+    let repo = repository(
+        root.path(),
+        "project",
+        &[
+            (
+                ".ultraplan/environment.toml",
+                "[setup]\ncommands = [\"exit 9\"]\n".to_owned(),
+            ),
+            ("test_greet.py", TESTS.to_owned()),
+        ],
+    );
+    let first = launch_as(
+        &server,
+        other,
+        &home.join("other"),
+        &repo,
+        &["--env", "team-py"],
+    );
+    let seen = wait_as(&server, other, &first, |e| {
+        system(e, ENVIRONMENT_READY).is_some() || system(e, ENVIRONMENT_FAILED).is_some()
+    })
+    .await;
+    let setup = seen
+        .iter()
+        .find_map(|e| system(e, ENVIRONMENT_SETUP))
+        .expect("setup note");
+    assert!(
+        setup
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("from environment team-py"),
+        "{setup:?}"
+    );
+    assert!(
+        seen.iter().any(|e| system(e, ENVIRONMENT_READY).is_some()),
+        "{seen:#?}"
+    );
+    assert!(output_of(&seen).contains("Successfully installed tinypkg"));
+
+    // Another user of the shared environment reuses its snapshot.
+    let second = launch_as(&server, &server.token, &home, &repo, &["--env", "team-py"]);
+    let seen = wait_as(&server, &server.token, &second, |e| {
+        system(e, ENVIRONMENT_REUSED).is_some() || system(e, ENVIRONMENT_READY).is_some()
+    })
+    .await;
+    assert!(
+        seen.iter().any(|e| system(e, ENVIRONMENT_REUSED).is_some()),
+        "the shared snapshot serves every user: {seen:#?}"
+    );
+
+    // A user's own environment, through the client; the list shows it beside the shared one.
+    let out = client(
+        &server,
+        &home,
+        &repo,
+        &["env", "set", "mine", "--file", file_arg],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let out = client(&server, &home, &repo, &["env", "list", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let list: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let names: Vec<(String, bool)> = list["environments"]
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap_or_default().to_owned(),
+                e["shared"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [("mine".to_owned(), false), ("team-py".to_owned(), true)]
+    );
+    // Not the other user's to see, and a name nobody has is refused at launch.
+    let out = client_as(
+        &server,
+        other,
+        &home.join("other"),
+        &repo,
+        &["env", "list", "--json"],
+    );
+    assert!(!text(&out).contains("\"mine\""), "{}", text(&out));
+    let out = client_as(
+        &server,
+        other,
+        &home.join("other"),
+        &repo,
+        &[
+            "launch",
+            "--yes",
+            "--no-watch",
+            "--env",
+            "mine",
+            "ultraplan plan",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("no environment named mine"),
+        "{}",
+        text(&out)
+    );
+    drop(index);
 }

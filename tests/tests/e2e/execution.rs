@@ -115,6 +115,17 @@ fn clone(root: &Path, origin: &Path, name: &str) -> PathBuf {
 
 /// The `ultraplan` client with its own HOME, talking to `server`.
 pub(crate) fn client(server: &ServerProcess, home: &Path, cwd: &Path, args: &[&str]) -> Output {
+    client_as(server, &server.token, home, cwd, args)
+}
+
+/// The real client run as the user `token` belongs to.
+pub(crate) fn client_as(
+    server: &ServerProcess,
+    token: &str,
+    home: &Path,
+    cwd: &Path,
+    args: &[&str],
+) -> Output {
     std::process::Command::new(workspace_bin("ultraplan").expect("client"))
         .args(args)
         .current_dir(cwd)
@@ -126,7 +137,7 @@ pub(crate) fn client(server: &ServerProcess, home: &Path, cwd: &Path, args: &[&s
         .env("XDG_CACHE_HOME", home.join(".cache"))
         .env("XDG_DATA_HOME", home.join(".data"))
         .env("ULTRAPLAN_SERVER", &server.base_url)
-        .env("ULTRAPLAN_TOKEN", &server.token)
+        .env("ULTRAPLAN_TOKEN", token)
         .output()
         .expect("run ultraplan")
 }

@@ -3,6 +3,7 @@
 pub mod bundle_uploads;
 pub mod bundles;
 pub mod comments;
+pub mod environments;
 pub mod events;
 mod extract;
 pub mod meta;
@@ -35,6 +36,13 @@ pub fn routes(max_json_body: usize) -> Router<AppState> {
         )
         .route("/v1/runner/bundles/{bundle_id}", get(runner_bundles::get))
         .route("/v1/runner/connect", get(runner_connect::connect))
+        .route("/v1/environments", get(environments::list))
+        .route(
+            "/v1/environments/{name}",
+            get(environments::get)
+                .put(environments::put)
+                .delete(environments::delete),
+        )
         .route("/v1/secrets", get(secrets::list))
         .route(
             "/v1/secrets/{name}",

@@ -13,7 +13,7 @@ use ultraplan_protocol::constants::{
 use ultraplan_protocol::events::{EventBody, SystemEvent};
 use ultraplan_runner::egress::{BlockedAttempt, NetworkPolicy};
 use ultraplan_runner::environment::{
-    PrepareError, Prepared, SetupEnd, SetupReport, SetupRun, Wanted, read_wanted,
+    PrepareError, Prepared, SetupEnd, SetupReport, SetupRun, Wanted, named_wanted, read_wanted,
 };
 
 use super::SessionTask;
@@ -79,18 +79,13 @@ impl SessionTask {
     ) -> Result<Readiness, String> {
         self.environment = None;
         let bundle = self.bundle_path().await?;
-        let scope = self.session.user_id.clone();
-        let tree = bundle.clone();
-        let read = tokio::task::spawn_blocking(move || read_wanted(&tree, &scope))
-            .await
-            .map_err(|e| e.to_string())?;
-        let wanted = match read {
-            Ok(Some(wanted)) => wanted,
+        let (wanted, label) = match self.wanted(&bundle).await? {
+            Ok(Some(found)) => found,
             Ok(None) => return Ok(Readiness::Ready),
-            Err(error) => return Ok(self.end_environment(error.to_string()).await),
+            Err(why) => return Ok(self.end_environment(why).await),
         };
         let Runner::Local(sandbox) = self.inner.runner.clone() else {
-            let why = "this session's repository has an environment file, but it runs on a \
+            let why = "this session has an environment (its repository's file or a named one), but it runs on a \
                        linked runner, which does not build environments yet";
             return Ok(self.end_environment(why.to_owned()).await);
         };
@@ -111,7 +106,7 @@ impl SessionTask {
         let policy = match NetworkPolicy::parse(&wanted.file.setup_network) {
             Ok(policy) => policy,
             Err(error) => {
-                let why = format!(".ultraplan/environment.toml: [setup] network: {error}");
+                let why = format!("{label}: [setup] network: {error}");
                 return Ok(self.end_environment(why).await);
             }
         };
@@ -134,8 +129,52 @@ impl SessionTask {
             limits: settings.limits.clone(),
             log_filter: settings.agent_log_filter.clone(),
         };
-        self.note_setup(&wanted, &run).await;
+        self.note_setup(&wanted, &run, &label).await;
         self.build(&sandbox, &wanted, run).await
+    }
+
+    /// What the session's environment is, and what to call it in messages: the named
+    /// environment it was launched with, else its repository's file (`None` without one).
+    /// The inner `Err` is why it cannot be used.
+    async fn wanted(
+        &self,
+        bundle: &std::path::Path,
+    ) -> Result<Result<Option<(Wanted, String)>, String>, String> {
+        let owner = self.session.user_id.clone();
+        let tree = bundle.to_path_buf();
+        let Some(name) = self.session.context.environment.clone() else {
+            let read = tokio::task::spawn_blocking(move || read_wanted(&tree, &owner))
+                .await
+                .map_err(|e| e.to_string())?;
+            let label = ultraplan_runner::environment::ENVIRONMENT_FILE.to_owned();
+            return Ok(read
+                .map(|found| found.map(|w| (w, label)))
+                .map_err(|e| e.to_string()));
+        };
+        let row = match self.inner.state.environments().resolve(&owner, &name).await {
+            Ok(row) => row,
+            Err(crate::environments::EnvironmentError::Store(error)) => {
+                return Err(error.to_string());
+            }
+            Err(_) => {
+                return Ok(Err(format!(
+                    "the environment {name} this session was launched with no longer exists"
+                )));
+            }
+        };
+        // A shared environment's snapshot serves every user (it names no secrets).
+        let scope = if row.shared() {
+            "shared".to_owned()
+        } else {
+            owner
+        };
+        let label = format!("environment {name}");
+        let read = tokio::task::spawn_blocking(move || {
+            named_wanted(&tree, &row.definition, &scope).map(|w| Some((w, label)))
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+        Ok(read.map_err(|e| format!("environment {name}: {}", e.0)))
     }
 
     async fn build(
@@ -196,20 +235,22 @@ impl SessionTask {
         }
     }
 
-    async fn note_setup(&self, wanted: &Wanted, run: &SetupRun) {
+    async fn note_setup(&self, wanted: &Wanted, run: &SetupRun, label: &str) {
         let network = if wanted.file.setup_network.is_empty() {
             "none".to_owned()
         } else {
             wanted.file.setup_network.join(", ")
         };
         let message = format!(
-            "Setting up the environment ({} command{}; network: {network}; time limit {} s).",
+            "Setting up the environment from {label} ({} command{}; network: {network}; time \
+             limit {} s).",
             run.commands.len(),
             if run.commands.len() == 1 { "" } else { "s" },
             run.timeout.as_secs()
         );
         let data = json!({
             "key": wanted.key,
+            "source": label,
             "commands": run.commands,
             "network": wanted.file.setup_network,
             "secrets": wanted.file.secrets,

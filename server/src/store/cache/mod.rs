@@ -25,8 +25,8 @@ use ultraplan_protocol::session::SessionStatus;
 
 use super::{
     AddComment, Admission, AgentState, AppendEffects, BundleRow, Claim, Collected, CommentRow,
-    DecideOutcome, FlagRow, Lease, LinkRow, ModelCall, NewSession, PatchRow, PlanRow, SecretRow,
-    SessionRow, Store, StoreResult, TokenRow, UserRow, WebSessionRow,
+    DecideOutcome, EnvironmentRow, FlagRow, Lease, LinkRow, ModelCall, NewSession, PatchRow,
+    PlanRow, SecretRow, SessionRow, Store, StoreResult, TokenRow, UserRow, WebSessionRow,
 };
 
 /// The caching store.
@@ -146,6 +146,22 @@ impl Store for CachedStore {
     }
 
     // Secrets are never remembered: a value set or deleted counts at once, on every replica.
+    async fn put_environment(&self, row: &EnvironmentRow) -> StoreResult<()> {
+        self.inner.put_environment(row).await
+    }
+    async fn environments_for(&self, owner_id: &str) -> StoreResult<Vec<EnvironmentRow>> {
+        self.inner.environments_for(owner_id).await
+    }
+    async fn environment_for(
+        &self,
+        owner_id: &str,
+        name: &str,
+    ) -> StoreResult<Option<EnvironmentRow>> {
+        self.inner.environment_for(owner_id, name).await
+    }
+    async fn delete_environment(&self, owner_id: &str, name: &str) -> StoreResult<bool> {
+        self.inner.delete_environment(owner_id, name).await
+    }
     async fn put_secret(&self, row: &SecretRow) -> StoreResult<()> {
         self.inner.put_secret(row).await
     }

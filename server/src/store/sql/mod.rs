@@ -5,6 +5,7 @@
 
 mod bundles;
 mod comments;
+mod environments;
 mod events;
 mod flags;
 mod leases;
@@ -31,9 +32,9 @@ pub(super) use bundles::insert as insert_bundle;
 use super::backend::Backend;
 use super::retention::{self, Admission, Collected};
 use super::{
-    AddComment, AgentState, AppendEffects, BundleRow, Claim, CommentRow, DecideOutcome, FlagRow,
-    Lease, LinkRow, ModelCall, NewSession, PatchRow, PlanRow, SecretRow, SessionRow, Store,
-    StoreError, StoreResult, TokenRow, UserRow, WebSessionRow,
+    AddComment, AgentState, AppendEffects, BundleRow, Claim, CommentRow, DecideOutcome,
+    EnvironmentRow, FlagRow, Lease, LinkRow, ModelCall, NewSession, PatchRow, PlanRow, SecretRow,
+    SessionRow, Store, StoreError, StoreResult, TokenRow, UserRow, WebSessionRow,
 };
 
 /// A unique-key violation is "already exists"; anything else stays a database error.
@@ -121,6 +122,26 @@ impl<B: Backend> Store for B {
         names: &[String],
     ) -> StoreResult<Vec<SecretRow>> {
         secrets::sealed(&mut *self.pool(), owner_id, names).await
+    }
+
+    async fn put_environment(&self, row: &EnvironmentRow) -> StoreResult<()> {
+        environments::put(&mut *self.pool(), row).await
+    }
+
+    async fn environments_for(&self, owner_id: &str) -> StoreResult<Vec<EnvironmentRow>> {
+        environments::visible_to(&mut *self.pool(), owner_id).await
+    }
+
+    async fn environment_for(
+        &self,
+        owner_id: &str,
+        name: &str,
+    ) -> StoreResult<Option<EnvironmentRow>> {
+        environments::named(&mut *self.pool(), owner_id, name).await
+    }
+
+    async fn delete_environment(&self, owner_id: &str, name: &str) -> StoreResult<bool> {
+        environments::delete(&mut *self.pool(), owner_id, name).await
     }
 
     async fn put_bundle(&self, user_id: &str, bundle: &BundleRow) -> StoreResult<()> {
