@@ -261,6 +261,13 @@ pub trait Store: Send + Sync + 'static {
         session_id: &str,
         execution: &ultraplan_protocol::patch::Execution,
     ) -> StoreResult<()>;
+    /// Replace the session's context (the environment chosen at approval), only while no
+    /// execution is recorded; `true` when replaced.
+    async fn set_context_before_execution(
+        &self,
+        session_id: &str,
+        context: &ultraplan_protocol::session::SessionContext,
+    ) -> StoreResult<bool>;
     /// Mark an approved plan's execution as under way, unless the session already records
     /// one (a runner may have started, or even finished, it first); `true` when marked.
     async fn mark_executing(&self, session_id: &str) -> StoreResult<bool>;

@@ -22,7 +22,7 @@ use ultraplan_tests::harness::ServerProcess;
 use crate::execution::{
     approve_first_plan, bash_output, client, client_as, git, text, wait_for_patch,
 };
-use crate::live_clients::session_page;
+use crate::live_clients::{browser_login, session_page};
 
 const SECRET: &str = "tok-6f1d2c-very-secret";
 
@@ -583,6 +583,82 @@ async fn named_environments_replace_the_repository_file_and_shared_ones_serve_ev
         "{seen:#?}"
     );
     assert!(output_of(&seen).contains("Successfully installed tinypkg"));
+
+    // The reviewer picks the environment of the execution when approving: here the
+    // repository's own file, whose setup fails, so the choice visibly took effect.
+    let seen = wait_as(&server, other, &first, |e| {
+        !e.body.exit_plan_mode_calls().is_empty()
+    })
+    .await;
+    let tool = seen
+        .iter()
+        .find_map(|e| {
+            e.body
+                .exit_plan_mode_calls()
+                .first()
+                .map(|c| c.0.to_owned())
+        })
+        .expect("plan");
+    let path = format!("/sessions/{first}");
+    let cookie = browser_login(&server.base_url, other, &path).await;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let page = http
+        .get(format!("{}{path}", server.base_url))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .expect("page")
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        page.contains("id=\"approve-environment\""),
+        "the approve form offers a choice"
+    );
+    assert!(
+        page.contains("team-py (as launched)"),
+        "it names the one in use"
+    );
+    let csrf = page
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("csrf")
+        .to_owned();
+    let posted = http
+        .post(format!("{}{path}/plans/{tool}/decision", server.base_url))
+        .header("cookie", &cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("csrf={csrf}&decision=approve&environment=-"))
+        .send()
+        .await
+        .expect("decision");
+    assert_eq!(posted.status(), 303, "{:?}", posted.text().await);
+    let seen = wait_as(
+        &server,
+        other,
+        &first,
+        |e| matches!(&e.body, EventBody::Result(r) if r.subtype == ERROR_ENVIRONMENT),
+    )
+    .await;
+    let setup = seen
+        .iter()
+        .rev()
+        .find_map(|e| system(e, ENVIRONMENT_SETUP))
+        .and_then(|s| s.message.clone())
+        .unwrap_or_default();
+    assert!(
+        setup.contains("from .ultraplan/environment.toml"),
+        "{setup}"
+    );
+    assert!(
+        seen.iter()
+            .any(|e| system(e, ENVIRONMENT_FAILED).is_some_and(|f| f.data["exit_code"] == 9)),
+        "{seen:#?}"
+    );
 
     // Another user of the shared environment reuses its snapshot.
     let second = launch_as(&server, &server.token, &home, &repo, &["--env", "team-py"]);

@@ -27,6 +27,9 @@ pub struct DecisionForm {
     pub feedback: String,
     /// The ids of the plan's comments a rejection carries, space separated.
     pub comments: String,
+    /// With an approval: `""` keeps the session's environment, `"-"` uses the repository's
+    /// file, anything else names an environment.
+    pub environment: String,
 }
 
 /// The answer form.
@@ -141,9 +144,40 @@ pub async fn decide(
     if decision == (Decision::Teleport {}) && !terminal_polling(&state, &row.id) {
         return Ok(back(&row.id, Notice::TerminalGone, "#review"));
     }
+    if matches!(decision, Decision::Approve { .. })
+        && let Err(notice) = choose_environment(&state, &row, &form.environment).await?
+    {
+        return Ok(back(&row.id, notice, "#review"));
+    }
     let result = sessions::decide(&state.core, &state.agents, &row, &tool_use_id, &decision).await;
     let notice = decision_notice(&decision, result)?;
     Ok(back(&row.id, notice, "#review"))
+}
+
+/// Carry out the approve form's environment choice before the approval, so the execution the
+/// approval starts uses it. The inner `Err` is the notice of a refused choice.
+async fn choose_environment(
+    state: &AppState,
+    row: &crate::store::SessionRow,
+    choice: &str,
+) -> PageResult<Result<(), Notice>> {
+    let choice = match choice.trim() {
+        "" => return Ok(Ok(())),
+        "-" => None,
+        name => Some(name),
+    };
+    match sessions::choose_environment(&state.core, row, choice).await {
+        Ok(()) => Ok(Ok(())),
+        Err(SessionError::Invalid {
+            code: "unknown_environment",
+            ..
+        }) => Ok(Err(Notice::EnvironmentUnknown)),
+        Err(SessionError::Invalid {
+            code: "execution_started",
+            ..
+        }) => Ok(Err(Notice::ExecutionStarted)),
+        Err(error) => Err(error.into()),
+    }
 }
 
 /// `POST /sessions/{id}/answer`: answer the agent's open question.
@@ -205,6 +239,7 @@ mod tests {
             plan: plan.into(),
             feedback: feedback.into(),
             comments: String::new(),
+            environment: String::new(),
         }
     }
 

@@ -16,6 +16,7 @@ mod comments;
 mod diff;
 mod digest;
 mod download;
+mod environments;
 mod error;
 mod evidence;
 mod expiry;

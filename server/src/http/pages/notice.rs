@@ -23,9 +23,11 @@ pub enum Notice {
     CommentReopened,
     QuoteNotInPlan,
     CommentInvalid,
+    EnvironmentUnknown,
+    ExecutionStarted,
 }
 
-const ALL: [Notice; 19] = [
+const ALL: [Notice; 21] = [
     Notice::Approved,
     Notice::Rejected,
     Notice::Teleported,
@@ -45,6 +47,8 @@ const ALL: [Notice; 19] = [
     Notice::CommentReopened,
     Notice::QuoteNotInPlan,
     Notice::CommentInvalid,
+    Notice::EnvironmentUnknown,
+    Notice::ExecutionStarted,
 ];
 
 impl Notice {
@@ -70,6 +74,8 @@ impl Notice {
             Notice::CommentReopened => "comment_reopened",
             Notice::QuoteNotInPlan => "quote_not_in_plan",
             Notice::CommentInvalid => "comment_invalid",
+            Notice::EnvironmentUnknown => "environment_unknown",
+            Notice::ExecutionStarted => "execution_started",
         }
     }
 
@@ -129,6 +135,12 @@ impl Notice {
             }
             Notice::CommentInvalid => {
                 "The comment needs a passage and a body of at most 4000 characters; a plan takes at most 50 comments, and a comment is reopened once."
+            }
+            Notice::EnvironmentUnknown => {
+                "That environment is not one you can use (it may have been deleted); the plan was not approved."
+            }
+            Notice::ExecutionStarted => {
+                "The execution has already started with its environment; the plan was not approved again."
             }
         }
     }

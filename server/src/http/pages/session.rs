@@ -164,6 +164,7 @@ pub async fn page(
     let mut v = build_view(&state, loaded, &user.csrf, notice);
     super::evidence::link(&state, &row, &digest.reads, &mut v).await;
     super::comments::attach(&state, &row, &mut v).await?;
+    super::environments::attach(&state, &row, &mut v).await?;
     let page = SessionPage {
         layout: Layout::for_user(&v.title, &user),
         regions: regions(&v)?,

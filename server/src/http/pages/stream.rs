@@ -202,6 +202,7 @@ impl Feed {
         let mut v = build_view(&self.state, loaded, &self.csrf, None);
         super::evidence::link(&self.state, &row, &self.digest.reads, &mut v).await;
         super::comments::attach(&self.state, &row, &mut v).await?;
+        super::environments::attach(&self.state, &row, &mut v).await?;
         let all = regions(&v)?;
         let named = [
             ("head", all.head),

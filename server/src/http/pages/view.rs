@@ -66,6 +66,18 @@ pub struct SessionView {
     pub executed: Option<String>,
     /// Inline comments on the plans ([`super::comments::attach`] fills them in).
     pub comments: CommentsView,
+    /// The environment choice on the approve form ([`super::environments::attach`]).
+    pub environment: EnvironmentView,
+}
+
+/// Which environment the session uses, and the named ones its owner could pick for the
+/// execution when approving.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnvironmentView {
+    /// The named environment it uses; `None` for the repository's file.
+    pub current: Option<String>,
+    /// Named environments the owner can use (empty: no choice is offered).
+    pub options: Vec<String>,
 }
 
 /// The newest plan and what can be done with it.
@@ -301,6 +313,7 @@ pub fn session_view(input: &SessionInput<'_>) -> SessionView {
         changes: input.changes.clone(),
         executed: executed(row),
         comments: CommentsView::default(),
+        environment: EnvironmentView::default(),
     }
 }
 

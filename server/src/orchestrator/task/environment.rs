@@ -142,7 +142,14 @@ impl SessionTask {
     ) -> Result<Result<Option<(Wanted, String)>, String>, String> {
         let owner = self.session.user_id.clone();
         let tree = bundle.to_path_buf();
-        let Some(name) = self.session.context.environment.clone() else {
+        // Read afresh: the reviewer may choose another environment when approving.
+        let current = self.inner.state.store.session(&self.session.id).await;
+        let chosen = match current {
+            Ok(Some(row)) => row.context.environment,
+            Ok(None) => self.session.context.environment.clone(),
+            Err(error) => return Err(error.to_string()),
+        };
+        let Some(name) = chosen else {
             let read = tokio::task::spawn_blocking(move || read_wanted(&tree, &owner))
                 .await
                 .map_err(|e| e.to_string())?;

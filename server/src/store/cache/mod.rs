@@ -338,6 +338,14 @@ impl Store for CachedStore {
         self.writing(session_id, self.inner.set_execution(session_id, execution))
             .await
     }
+    async fn set_context_before_execution(
+        &self,
+        session_id: &str,
+        context: &ultraplan_protocol::session::SessionContext,
+    ) -> StoreResult<bool> {
+        let write = self.inner.set_context_before_execution(session_id, context);
+        self.writing(session_id, write).await
+    }
     async fn mark_executing(&self, session_id: &str) -> StoreResult<bool> {
         self.writing(session_id, self.inner.mark_executing(session_id))
             .await

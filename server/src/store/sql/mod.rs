@@ -257,6 +257,14 @@ impl<B: Backend> Store for B {
         work::set_execution(&mut *self.pool(), session_id, execution).await
     }
 
+    async fn set_context_before_execution(
+        &self,
+        session_id: &str,
+        context: &ultraplan_protocol::session::SessionContext,
+    ) -> StoreResult<bool> {
+        work::set_context_before_execution(&mut *self.pool(), session_id, context).await
+    }
+
     async fn mark_executing(&self, session_id: &str) -> StoreResult<bool> {
         work::mark_executing(&mut *self.pool(), session_id).await
     }

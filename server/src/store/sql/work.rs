@@ -17,6 +17,26 @@ pub async fn set_execution(
     write_execution(c, session_id, execution, now_ms()).await
 }
 
+/// Replace a session's context while it records no execution.
+pub async fn set_context_before_execution(
+    c: &mut dyn Conn,
+    session_id: &str,
+    context: &ultraplan_protocol::session::SessionContext,
+) -> StoreResult<bool> {
+    let changed = c
+        .execute(
+            "UPDATE sessions SET context = $2, updated_at = $3 \
+             WHERE id = $1 AND execution IS NULL",
+            &[
+                Text(session_id),
+                Text(&serde_json::to_string(context)?),
+                now_ms().into(),
+            ],
+        )
+        .await?;
+    Ok(changed == 1)
+}
+
 /// Record an execution as under way where the session records none yet.
 pub async fn mark_executing(c: &mut dyn Conn, session_id: &str) -> StoreResult<bool> {
     let executing = Execution {
