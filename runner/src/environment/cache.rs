@@ -17,6 +17,22 @@ pub struct SnapshotMeta {
     pub built_at_ms: i64,
     /// How long setup took.
     pub setup_ms: u64,
+    /// Which tree is current: 0 is setup's (`tree`), each maintenance adds one (`gen-N`).
+    #[serde(default)]
+    pub generation: u32,
+    /// When maintenance last refreshed it, in Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maintained_at_ms: Option<i64>,
+}
+
+impl SnapshotMeta {
+    /// The directory of the current tree under the snapshot's directory.
+    pub fn tree_name(&self) -> String {
+        match self.generation {
+            0 => "tree".to_owned(),
+            n => format!("gen-{n}"),
+        }
+    }
 }
 
 /// A snapshot a session uses; it is not swept while any lease on it is alive.
@@ -24,7 +40,7 @@ pub struct SnapshotMeta {
 pub struct Lease {
     pub tree: PathBuf,
     pub meta: SnapshotMeta,
-    key: String,
+    pub(super) key: String,
     in_use: Arc<Mutex<HashMap<String, usize>>>,
 }
 
@@ -51,7 +67,7 @@ pub struct Staging {
 /// The cache of built environments.
 #[derive(Debug, Clone)]
 pub struct EnvironmentCache {
-    root: PathBuf,
+    pub(super) root: PathBuf,
     ttl: Duration,
     in_use: Arc<Mutex<HashMap<String, usize>>>,
 }
@@ -77,7 +93,7 @@ impl EnvironmentCache {
         Duration::from_millis(age) >= self.ttl
     }
 
-    fn read_meta(dir: &Path) -> Option<SnapshotMeta> {
+    pub(super) fn read_meta(dir: &Path) -> Option<SnapshotMeta> {
         let bytes = std::fs::read(dir.join("meta.json")).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
@@ -92,10 +108,10 @@ impl EnvironmentCache {
         if self.expired(&meta, now_ms()) {
             return None;
         }
-        Some(self.lease(key, dir.join("tree"), meta))
+        Some(self.lease(key, dir.join(meta.tree_name()), meta))
     }
 
-    fn lease(&self, key: &str, tree: PathBuf, meta: SnapshotMeta) -> Lease {
+    pub(super) fn lease(&self, key: &str, tree: PathBuf, meta: SnapshotMeta) -> Lease {
         if let Ok(mut in_use) = self.in_use.lock() {
             *in_use.entry(key.to_owned()).or_default() += 1;
         }
@@ -163,16 +179,19 @@ impl EnvironmentCache {
                 self.sweep_staging(&entry.path());
                 continue;
             }
-            let stale = Self::read_meta(&entry.path()).is_none_or(|m| self.expired(&m, now));
+            let meta = Self::read_meta(&entry.path());
+            let stale = meta.as_ref().is_none_or(|m| self.expired(m, now));
             if stale && !self.used(&name) {
                 remove_tree(&entry.path());
                 removed += 1;
+            } else if let Some(meta) = meta.filter(|_| !self.used(&name)) {
+                remove_old_generations(&entry.path(), &meta);
             }
         }
         removed
     }
 
-    fn used(&self, key: &str) -> bool {
+    pub(super) fn used(&self, key: &str) -> bool {
         self.in_use
             .lock()
             .map_or(true, |in_use| in_use.contains_key(key))
@@ -200,7 +219,7 @@ fn plain_key(key: &str) -> bool {
 }
 
 /// Remove a tree that a sandbox user may have made read-only in places.
-fn remove_tree(path: &Path) {
+pub(super) fn remove_tree(path: &Path) {
     if std::fs::remove_dir_all(path).is_ok() {
         return;
     }
@@ -219,6 +238,18 @@ fn make_writable(path: &Path) {
         let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700));
         for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
             make_writable(&entry.path());
+        }
+    }
+}
+
+/// Remove the trees of a snapshot's directory older than its current one (nobody uses them).
+pub(super) fn remove_old_generations(dir: &Path, meta: &SnapshotMeta) {
+    let current = meta.tree_name();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let a_tree = name == "tree" || name.starts_with("gen-");
+        if a_tree && name != current {
+            remove_tree(&entry.path());
         }
     }
 }

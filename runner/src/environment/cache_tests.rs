@@ -9,6 +9,8 @@ fn built(cache: &EnvironmentCache, key: &str, age: Duration) -> Lease {
         key: key.to_owned(),
         built_at_ms: now_ms() - i64::try_from(age.as_millis()).expect("ms"),
         setup_ms: 1500,
+        generation: 0,
+        maintained_at_ms: None,
     };
     cache.commit(staging, meta).expect("commit")
 }
@@ -59,6 +61,8 @@ fn a_second_build_of_the_same_key_keeps_the_first() {
         key: KEY.to_owned(),
         built_at_ms: now_ms(),
         setup_ms: 1,
+        generation: 0,
+        maintained_at_ms: None,
     };
     let lease = cache.commit(staging, meta).expect("commit");
     assert_eq!(
@@ -69,4 +73,43 @@ fn a_second_build_of_the_same_key_keeps_the_first() {
         .expect("dir")
         .count();
     assert_eq!(staging_left, 0, "the losing build is removed");
+}
+
+#[test]
+fn maintenance_makes_a_new_generation_and_the_old_goes_once_unused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = EnvironmentCache::new(dir.path().to_path_buf(), Duration::from_secs(3600));
+    drop(built(&cache, KEY, Duration::from_secs(60)));
+    let base = cache.lookup(KEY).expect("found");
+    let staging = cache.copy_for_maintenance(&base, None).expect("copy");
+    assert_eq!(
+        std::fs::read(staging.tree.join("marker")).expect("copied"),
+        b"built"
+    );
+    std::fs::write(staging.tree.join("marker"), b"maintained").expect("write");
+    let fresh = cache.commit_generation(staging, &base).expect("commit");
+    assert_eq!(fresh.meta.generation, 1);
+    assert!(fresh.meta.maintained_at_ms.is_some());
+    assert_eq!(
+        fresh.meta.built_at_ms, base.meta.built_at_ms,
+        "expiry counts from setup"
+    );
+    assert!(fresh.tree.ends_with("gen-1"));
+    // The base tree is still there for whoever holds it; a lookup now finds the new one.
+    assert_eq!(
+        std::fs::read(base.tree.join("marker")).expect("old"),
+        b"built"
+    );
+    let found = cache.lookup(KEY).expect("found");
+    assert_eq!(
+        std::fs::read(found.tree.join("marker")).expect("new"),
+        b"maintained"
+    );
+    drop((base, fresh, found));
+    assert_eq!(cache.sweep(), 0, "nothing expired");
+    assert!(
+        !dir.path().join(KEY).join("tree").exists(),
+        "the old generation is swept"
+    );
+    assert!(dir.path().join(KEY).join("gen-1").exists());
 }

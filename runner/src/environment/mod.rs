@@ -6,6 +6,7 @@
 
 pub mod cache;
 pub mod file;
+mod generations;
 pub mod key;
 pub mod output;
 pub mod setup;
@@ -175,6 +176,8 @@ impl Environments {
             key: key.to_owned(),
             built_at_ms: cache::now_ms(),
             setup_ms: u64::try_from(report.duration.as_millis()).unwrap_or(u64::MAX),
+            generation: 0,
+            maintained_at_ms: None,
         };
         let cache = self.cache.clone();
         let lease = tokio::task::spawn_blocking(move || cache.commit(staging, meta))
@@ -182,6 +185,52 @@ impl Environments {
             .map_err(|e| PrepareError::Io(e.to_string()))?
             .map_err(|e| PrepareError::Io(e.to_string()))?;
         Ok(Prepared::Built(lease, report))
+    }
+
+    /// Run `run`'s commands (the environment's `[maintenance]`) on a copy of the snapshot for
+    /// `key` and make the copy current; `None` when there is no snapshot to maintain (it
+    /// expired meanwhile). One build or maintenance per key at a time on this runner.
+    pub async fn maintain(
+        &self,
+        sandbox: &Sandbox,
+        key: &str,
+        mut run: SetupRun,
+        lines: tokio::sync::mpsc::UnboundedSender<String>,
+    ) -> Result<Option<(Lease, SetupReport)>, PrepareError> {
+        let gate = self.gate(key);
+        let _maintaining = gate.lock().await;
+        let Some(base) = self.cache.lookup(key) else {
+            return Ok(None);
+        };
+        let (cache, owner) = (self.cache.clone(), sandbox.workspace_owner());
+        let (staging, base) = tokio::task::spawn_blocking(move || {
+            cache.copy_for_maintenance(&base, owner).map(|s| (s, base))
+        })
+        .await
+        .map_err(|e| PrepareError::Io(e.to_string()))?
+        .map_err(|e| PrepareError::Io(e.to_string()))?;
+        run.tree = staging.tree.clone();
+        let report = match setup::run(sandbox, run, lines).await {
+            Ok(report) if report.end == SetupEnd::Succeeded => report,
+            Ok(report) => {
+                self.cache.discard(staging);
+                return Err(PrepareError::Setup(report));
+            }
+            Err(error) => {
+                self.cache.discard(staging);
+                return Err(error.into());
+            }
+        };
+        let cache = self.cache.clone();
+        let lease = tokio::task::spawn_blocking(move || {
+            let lease = cache.commit_generation(staging, &base);
+            drop(base);
+            lease
+        })
+        .await
+        .map_err(|e| PrepareError::Io(e.to_string()))?
+        .map_err(|e| PrepareError::Io(e.to_string()))?;
+        Ok(Some((lease, report)))
     }
 
     fn gate(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {

@@ -5,6 +5,7 @@ mod calls;
 mod claim;
 mod environment;
 mod execution;
+mod maintenance;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};

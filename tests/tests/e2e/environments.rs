@@ -728,3 +728,108 @@ async fn named_environments_replace_the_repository_file_and_shared_ones_serve_ev
     );
     drop(index);
 }
+
+/// `[maintenance]` runs on a reused snapshot, in a copy that becomes the snapshot: each reuse
+/// builds on the last one, the agent reads the maintained tree, and a failing maintenance ends
+/// the session with its exit code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn maintenance_refreshes_a_reused_environment_and_its_failure_ends_the_session() {
+    maintenance("bwrap").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn maintenance_refreshes_a_reused_environment_under_docker() {
+    maintenance("docker").await;
+}
+
+async fn maintenance(runner: &str) {
+    let root = tempfile::tempdir().expect("tempdir");
+    let fake = FakeAnthropic::start(Script::from_fn(|req: &RecordedRequest| {
+        match req.tool_results().len() {
+            0 => Reply::tool_use("Read", json!({"file_path": "/env/counter"})),
+            _ => Reply::exit_plan_mode("1. nothing"),
+        }
+    }))
+    .await;
+    let server = ServerProcess::with_fake_anthropic(runner, &fake.base_url())
+        .await
+        .expect("server");
+    let home = root.path().join("home");
+    let file = "[setup]\ncommands = [\"echo 0 > /env/counter\"]\n[maintenance]\ncommands = \
+                [\"echo $(( $(cat /env/counter) + 1 )) > /env/counter\", \
+                \"echo maintained to $(cat /env/counter)\"]\n";
+    let repo = repository(
+        root.path(),
+        "maintained",
+        &[(".ultraplan/environment.toml", file.to_owned())],
+    );
+    let plan = |e: &Event| !e.body.exit_plan_mode_calls().is_empty();
+    let first = launch(&server, &home, &repo);
+    let seen = wait_as(&server, &server.token, &first, plan).await;
+    assert!(
+        seen.iter().any(|e| system(e, ENVIRONMENT_READY).is_some()),
+        "built: {seen:#?}"
+    );
+    assert!(
+        !output_of(&seen).contains("maintained to"),
+        "no maintenance on a fresh build"
+    );
+    for round in 1..=2 {
+        let id = launch(&server, &home, &repo);
+        let seen = wait_as(&server, &server.token, &id, plan).await;
+        assert!(
+            seen.iter().any(|e| system(e, ENVIRONMENT_REUSED).is_some()),
+            "{seen:#?}"
+        );
+        let output = output_of(&seen);
+        assert!(
+            output.contains(&format!("maintained to {round}")),
+            "{output}"
+        );
+        let ready = seen
+            .iter()
+            .find_map(|e| system(e, ENVIRONMENT_READY))
+            .and_then(|s| s.message.clone())
+            .unwrap_or_default();
+        assert!(ready.starts_with("Environment maintained"), "{ready}");
+        let read = seen
+            .iter()
+            .flat_map(|e| e.body.tool_results())
+            .map(|(_, text, _)| text)
+            .next()
+            .unwrap_or_default();
+        assert!(
+            read.contains(&round.to_string()),
+            "the agent reads the maintained tree: {read}"
+        );
+    }
+
+    // A maintenance that fails ends the session with its exit code and output.
+    let failing = "[setup]\ncommands = [\"true\"]\n[maintenance]\ncommands = [\"echo refresh \
+                   broke >&2; exit 4\"]\n";
+    let repo = repository(
+        root.path(),
+        "broken",
+        &[(".ultraplan/environment.toml", failing.to_owned())],
+    );
+    let built = launch(&server, &home, &repo);
+    wait_as(&server, &server.token, &built, plan).await;
+    let id = launch(&server, &home, &repo);
+    let seen = wait_as(
+        &server,
+        &server.token,
+        &id,
+        |e| matches!(&e.body, EventBody::Result(r) if r.is_terminal()),
+    )
+    .await;
+    let Some(EventBody::Result(result)) = seen.last().map(|e| &e.body) else {
+        panic!("no result: {seen:#?}");
+    };
+    assert_eq!(result.subtype, ERROR_ENVIRONMENT);
+    let text = result.result.clone().unwrap_or_default();
+    assert!(
+        text.contains("Environment maintenance failed with exit code 4"),
+        "{text}"
+    );
+    assert!(text.contains("refresh broke"), "{text}");
+}

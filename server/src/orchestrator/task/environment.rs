@@ -33,7 +33,7 @@ pub(super) enum Readiness {
     Ended,
 }
 
-fn note(subtype: &str, message: String, data: serde_json::Value) -> EventBody {
+pub(super) fn note(subtype: &str, message: String, data: serde_json::Value) -> EventBody {
     EventBody::System(SystemEvent {
         subtype: subtype.to_owned(),
         message: Some(message),
@@ -52,14 +52,14 @@ pub(crate) fn ago(ms: u64) -> String {
     }
 }
 
-fn blocked_json(blocked: &[BlockedAttempt]) -> serde_json::Value {
+pub(super) fn blocked_json(blocked: &[BlockedAttempt]) -> serde_json::Value {
     blocked
         .iter()
         .map(|b| json!({"host": b.host, "port": b.port, "attempts": b.attempts}))
         .collect()
 }
 
-fn blocked_text(blocked: &[BlockedAttempt]) -> String {
+pub(super) fn blocked_text(blocked: &[BlockedAttempt]) -> String {
     if blocked.is_empty() {
         return String::new();
     }
@@ -91,36 +91,47 @@ impl SessionTask {
         };
         let settings = &self.inner.settings;
         if let Some(lease) = settings.environments.lookup(&wanted.key) {
-            if self.note_reused(&lease, transcript).await && !wanted.file.maintenance.is_empty() {
-                let message = "The environment file's [maintenance] commands were not run: \
-                               maintenance of a reused environment is not supported yet, so it \
-                               is used as its setup left it."
-                    .to_owned();
-                let data = json!({"key": wanted.key, "maintenance": wanted.file.maintenance});
-                self.append_events(&[note(ENVIRONMENT_REUSED, message, data)])
-                    .await;
+            let first_here = self.note_reused(&lease, transcript).await;
+            if !first_here || wanted.file.maintenance.is_empty() {
+                self.environment = Some(lease);
+                return Ok(Readiness::Ready);
             }
-            self.environment = Some(lease);
-            return Ok(Readiness::Ready);
+            drop(lease);
+            let commands = wanted.file.maintenance.clone();
+            return match self.setup_run(&wanted, &label, bundle, commands).await {
+                Ok(run) => self.maintain(&sandbox, &wanted, &label, run).await,
+                Err(why) => Ok(self.end_environment(why).await),
+            };
         }
-        let policy = match NetworkPolicy::parse(&wanted.file.setup_network) {
-            Ok(policy) => policy,
-            Err(error) => {
-                let why = format!("{label}: [setup] network: {error}");
-                return Ok(self.end_environment(why).await);
-            }
-        };
-        let secrets = match self.setup_secrets(&wanted).await {
-            Ok(secrets) => secrets,
+        let commands = wanted.file.setup.clone();
+        let run = match self.setup_run(&wanted, &label, bundle, commands).await {
+            Ok(run) => run,
             Err(why) => return Ok(self.end_environment(why).await),
         };
-        let run = SetupRun {
+        self.note_setup(&wanted, &run, &label).await;
+        self.build(&sandbox, &wanted, run).await
+    }
+
+    /// A sandboxed run of `commands` with the environment's setup network and secrets; `Err`
+    /// says why it cannot run.
+    pub(super) async fn setup_run(
+        &self,
+        wanted: &Wanted,
+        label: &str,
+        workspace: std::path::PathBuf,
+        commands: Vec<String>,
+    ) -> Result<SetupRun, String> {
+        let network = NetworkPolicy::parse(&wanted.file.setup_network)
+            .map_err(|error| format!("{label}: [setup] network: {error}"))?;
+        let secrets = self.setup_secrets(wanted).await?;
+        let settings = &self.inner.settings;
+        Ok(SetupRun {
             session_id: self.session.id.clone(),
-            workspace: bundle,
+            workspace,
             tree: std::path::PathBuf::new(),
-            commands: wanted.file.setup.clone(),
+            commands,
             secrets,
-            network: policy,
+            network,
             timeout: wanted
                 .file
                 .timeout
@@ -128,9 +139,7 @@ impl SessionTask {
             agent_binary: settings.agent_binary.clone(),
             limits: settings.limits.clone(),
             log_filter: settings.agent_log_filter.clone(),
-        };
-        self.note_setup(&wanted, &run, &label).await;
-        self.build(&sandbox, &wanted, run).await
+        })
     }
 
     /// What the session's environment is, and what to call it in messages: the named
@@ -205,7 +214,7 @@ impl SessionTask {
                 self.environment = Some(lease);
                 Ok(Readiness::Ready)
             }
-            Err(PrepareError::Setup(report)) => Ok(self.setup_failed(&report).await),
+            Err(PrepareError::Setup(report)) => Ok(self.setup_failed(&report, "setup").await),
             Err(other) => Ok(self
                 .end_environment(format!("the environment could not be set up: {other}"))
                 .await),
@@ -213,7 +222,7 @@ impl SessionTask {
     }
 
     /// Log setup output as it comes, a batch of lines per event.
-    async fn log_output(&self, mut rx: mpsc::UnboundedReceiver<String>) {
+    pub(super) async fn log_output(&self, mut rx: mpsc::UnboundedReceiver<String>) {
         while let Some(first) = rx.recv().await {
             let mut lines = vec![first];
             let until = tokio::time::Instant::now() + BATCH_WINDOW;
@@ -233,7 +242,7 @@ impl SessionTask {
         }
     }
 
-    async fn append_events(&self, events: &[EventBody]) {
+    pub(super) async fn append_events(&self, events: &[EventBody]) {
         let state = &self.inner.state;
         let appended =
             crate::orchestrator::durable::append(state, &self.session, events, &self.lease);
@@ -308,13 +317,14 @@ impl SessionTask {
         true
     }
 
-    async fn setup_failed(&mut self, report: &SetupReport) -> Readiness {
+    /// End the session after a failed `phase` (`setup` or `maintenance`).
+    pub(super) async fn setup_failed(&mut self, report: &SetupReport, phase: &str) -> Readiness {
         let (exit_code, timed_out, why) = match &report.end {
             SetupEnd::TimedOut => (
                 None,
                 true,
                 format!(
-                    "Environment setup ran past its time limit ({:.0} s) and was stopped.",
+                    "Environment {phase} ran past its time limit ({:.0} s) and was stopped.",
                     report.duration.as_secs_f64()
                 ),
             ),
@@ -324,17 +334,18 @@ impl SessionTask {
             } => (
                 Some(*code),
                 false,
-                format!("Environment setup failed with exit code {code}."),
+                format!("Environment {phase} failed with exit code {code}."),
             ),
             SetupEnd::Failed { description, .. } => (
                 None,
                 false,
-                format!("Environment setup failed: {description}."),
+                format!("Environment {phase} failed: {description}."),
             ),
-            SetupEnd::Succeeded => (Some(0), false, "Environment setup succeeded.".to_owned()),
+            SetupEnd::Succeeded => (Some(0), false, format!("Environment {phase} succeeded.")),
         };
         let ms = u64::try_from(report.duration.as_millis()).unwrap_or(u64::MAX);
         let data = json!({
+            "phase": phase,
             "exit_code": exit_code,
             "timed_out": timed_out,
             "tail": report.tail,
@@ -354,7 +365,7 @@ impl SessionTask {
     }
 
     /// End the session before any agent starts: the environment is not usable.
-    async fn end_environment(&mut self, why: String) -> Readiness {
+    pub(super) async fn end_environment(&mut self, why: String) -> Readiness {
         self.end_with(format!("The environment could not be made ready: {why}"))
             .await
     }

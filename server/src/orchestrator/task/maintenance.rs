@@ -1,0 +1,82 @@
+//! Maintenance of a reused environment (docs/ARCHITECTURE.md §6.5): the first agent of a
+//! session that reuses a snapshot runs the environment's `[maintenance]` commands on a copy of
+//! it, with setup's network and secrets, and the copy becomes the snapshot every later agent
+//! (and session) uses. Its output streams into the log like setup's; a failure ends the
+//! session with its reason.
+
+use serde_json::json;
+use tokio::sync::mpsc;
+use ultraplan_protocol::constants::{ENVIRONMENT_READY, ENVIRONMENT_SETUP};
+use ultraplan_runner::environment::{PrepareError, SetupReport, SetupRun, Wanted};
+
+use super::SessionTask;
+use super::environment::{Readiness, blocked_json, blocked_text, note};
+
+impl SessionTask {
+    /// Run the maintenance commands `run` carries on the snapshot of `wanted`.
+    pub(super) async fn maintain(
+        &mut self,
+        sandbox: &crate::runner::Sandbox,
+        wanted: &Wanted,
+        label: &str,
+        run: SetupRun,
+    ) -> Result<Readiness, String> {
+        self.note_maintenance(wanted, &run, label).await;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let environments = self.inner.settings.environments.clone();
+        let maintaining = environments.maintain(sandbox, &wanted.key, run, tx);
+        let (maintained, ()) = tokio::join!(maintaining, self.log_output(rx));
+        match maintained {
+            Ok(Some((lease, report))) => {
+                self.note_maintained(&wanted.key, &report).await;
+                self.environment = Some(lease);
+                Ok(Readiness::Ready)
+            }
+            Ok(None) => Ok(self
+                .end_environment("the snapshot expired while it was about to be maintained; start the session again to build it afresh".to_owned())
+                .await),
+            Err(PrepareError::Setup(report)) => Ok(self.setup_failed(&report, "maintenance").await),
+            Err(other) => Ok(self
+                .end_environment(format!("the environment could not be maintained: {other}"))
+                .await),
+        }
+    }
+
+    async fn note_maintenance(&self, wanted: &Wanted, run: &SetupRun, label: &str) {
+        let count = run.commands.len();
+        let message = format!(
+            "Running the environment's maintenance from {label} ({count} command{}; time limit \
+             {} s).",
+            if count == 1 { "" } else { "s" },
+            run.timeout.as_secs()
+        );
+        let data = json!({
+            "key": wanted.key,
+            "phase": "maintenance",
+            "source": label,
+            "commands": run.commands,
+            "network": wanted.file.setup_network,
+            "secrets": wanted.file.secrets,
+            "timeout_seconds": run.timeout.as_secs(),
+        });
+        self.append_events(&[note(ENVIRONMENT_SETUP, message, data)])
+            .await;
+    }
+
+    async fn note_maintained(&self, key: &str, report: &SetupReport) {
+        let ms = u64::try_from(report.duration.as_millis()).unwrap_or(u64::MAX);
+        let message = format!(
+            "Environment maintained: maintenance took {:.1} s.{}",
+            report.duration.as_secs_f64(),
+            blocked_text(&report.blocked)
+        );
+        let data = json!({
+            "key": key,
+            "phase": "maintenance",
+            "maintenance_ms": ms,
+            "blocked": blocked_json(&report.blocked),
+        });
+        self.append_events(&[note(ENVIRONMENT_READY, message, data)])
+            .await;
+    }
+}
