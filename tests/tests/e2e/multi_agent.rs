@@ -417,8 +417,9 @@ fn cached_bytes(blocks: &[(String, bool)], earlier: &[(String, bool)]) -> usize 
     best
 }
 
-/// Prints and returns the percentage of prompt bytes that fall in a cached prefix across the
-/// run: with every earlier request's cache entries, and (strict) only with those of requests
+/// Prints each request's prompt bytes and how many of them it read from a finished prefix,
+/// then prints and returns the percentage of prompt bytes that fall in a cached prefix across
+/// the run: with every earlier request's cache entries, and (strict) only with those of requests
 /// that had completed before the request was sent (concurrent siblings cannot read each
 /// other's writes).
 fn report_cache_share(label: &str, requests: &[RecordedRequest]) -> (f64, f64) {
@@ -435,6 +436,13 @@ fn report_cache_share(label: &str, requests: &[RecordedRequest]) -> (f64, f64) {
         let (best_any, best_strict) = candidates.fold((0, 0), |(a, s), (bytes, done)| {
             (a.max(bytes), if done { s.max(bytes) } else { s })
         });
+        let own: usize = mine.iter().map(|(b, _)| b.len()).sum();
+        let kind = format!("{:?}", who(&requests[i]));
+        eprintln!(
+            "  #{:<2} {kind:<8} {own:>6} bytes: {best_strict:>6} read, {:>6} not",
+            requests[i].seq,
+            own - best_strict,
+        );
         any += best_any;
         strict += best_strict;
     }
