@@ -214,7 +214,7 @@ impl Agent {
             task_id: call.id.clone(),
             description: input.description,
             agent_type: fork::FORK_TYPE.to_owned(),
-            prefix: self.prefix.clone(),
+            prefix: fork::prefix(&self.prefix),
             messages: fork::child_messages(base, &input.prompt),
             prompt: input.prompt,
             allowed: filter::allowed(&self.offered(), None, self.plan_mode()),
