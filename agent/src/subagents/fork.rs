@@ -1,5 +1,7 @@
 //! Fork mode: a `Task` call without `subagent_type` starts a child that inherits the caller's
-//! request as is (the same system prompt bytes and tool array) and its history. Every
+//! request as is (the same system prompt bytes and tool array) and its history; so does a call
+//! naming a type that inherits the caller's context (the critic), whose directive then carries
+//! the type's own prompt and tools. Every
 //! tool_use of the caller's last assistant message gets the same placeholder result, and the
 //! child's directive is the final user text, so all children of one fork send a byte-identical
 //! prefix and differ only in the directive.
@@ -20,6 +22,7 @@ use ultraplan_protocol::ContentBlock;
 use ultraplan_protocol::events::Role;
 use ultraplan_protocol::model::Message;
 
+use super::AgentDefinition;
 use crate::context::Prefix;
 use crate::context::normalize::{mark_cache, merge_roles};
 use crate::conversation::{tool_calls, tool_result_block, user};
@@ -66,8 +69,23 @@ pub fn base(view: Vec<Message>) -> Vec<Message> {
 
 /// A child's first messages: the shared `base`, with its directive as the final text.
 pub fn child_messages(base: &[Message], directive: &str) -> Vec<Message> {
+    with_directive(base, directive_text(directive))
+}
+
+/// The first messages of a child of type `definition` that inherits the caller's context: the
+/// shared `base`, then its directive with the type's prompt and `allowed` tools.
+pub fn typed_child_messages(
+    base: &[Message],
+    definition: &AgentDefinition,
+    allowed: &[String],
+    directive: &str,
+) -> Vec<Message> {
+    with_directive(base, typed_directive_text(definition, allowed, directive))
+}
+
+fn with_directive(base: &[Message], directive_text: String) -> Vec<Message> {
     let mut messages = base.to_vec();
-    let text = ContentBlock::text(directive_text(directive));
+    let text = ContentBlock::text(directive_text);
     match messages.last_mut() {
         Some(last) if last.role == Role::User => last.content.push(text),
         _ => messages.push(user(vec![text])),
@@ -87,6 +105,35 @@ pub fn directive_text(directive: &str) -> String {
          Directive: {}\n</fork-directive>",
         directive.trim()
     )
+}
+
+/// The directive of a child of type `definition` that inherits the caller's context: what it
+/// is and may do, its type's prompt, then `directive`.
+pub fn typed_directive_text(
+    definition: &AgentDefinition,
+    allowed: &[String],
+    directive: &str,
+) -> String {
+    format!(
+        "<fork-directive>\nYou are now a `{}` subagent, started from a copy of the conversation \
+         above to do one task on your own. The tool results just above are placeholders: those \
+         calls are being handled elsewhere. {} Do not start subagents, ask the user \
+         questions or submit a plan. Your final message goes back to the main agent as your \
+         report: make it complete and self-contained.\n\n{}\n\nDirective: {}\n</fork-directive>",
+        definition.name,
+        tools_sentence(allowed),
+        definition.system_prompt.trim(),
+        directive.trim()
+    )
+}
+
+/// `Use only a, b and c.`, or `Use no tools.`
+fn tools_sentence(names: &[String]) -> String {
+    match names {
+        [] => "Use no tools.".to_owned(),
+        [one] => format!("Use only {one}."),
+        [init @ .., last] => format!("Use only {} and {last}.", init.join(", ")),
+    }
 }
 
 /// A fork child's request messages, for any turn: its history with roles merged, the

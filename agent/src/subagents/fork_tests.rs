@@ -171,3 +171,28 @@ fn later_turns_keep_the_shared_prefix_and_mark_their_last_block() {
     assert_eq!(marked[6], [true], "the newest block");
     assert_eq!(marked.iter().flatten().filter(|m| **m).count(), 3);
 }
+
+#[test]
+fn a_typed_child_reads_its_role_and_tools_in_the_directive() {
+    let critique = super::super::builtin::definitions()
+        .into_iter()
+        .find(|d| d.name == super::super::builtin::CRITIQUE)
+        .expect("critique");
+    assert!(critique.inherits_context);
+    let allowed = ["Glob", "Grep", "Read"].map(String::from);
+    let text = typed_directive_text(&critique, &allowed, " Break this draft: 1. x ");
+    insta::assert_snapshot!("critique_directive", text);
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &[],
+            "placeholders: those calls are being handled elsewhere. Use no tools. Do not",
+        ),
+        (&["Read"], "Use only Read."),
+        (&["Glob", "Read"], "Use only Glob and Read."),
+    ];
+    for (tools, want) in cases {
+        let tools: Vec<String> = tools.iter().map(|t| (*t).to_owned()).collect();
+        let text = typed_directive_text(&critique, &tools, "x");
+        assert!(text.contains(want), "{tools:?}: {text}");
+    }
+}

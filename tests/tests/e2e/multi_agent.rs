@@ -1,8 +1,8 @@
 //! Multi-agent planning through the real server binary (bwrap, the Anthropic gateway against
 //! the fake): the `three_subagents_with_critique` variant runs three explorers in parallel, a
 //! critique after the synthesis, and a plan that takes the critique in, the explorers after
-//! one prompt-cache warm-up; and fork children share their parent's request prefix byte for
-//! byte. Both report the share of prompt bytes inside a finished cache prefix and assert a
+//! one prompt-cache warm-up and the critic from a copy of the main agent's conversation; and
+//! fork children share their parent's request prefix byte for byte. Both report the share of prompt bytes inside a finished cache prefix and assert a
 //! floor under it.
 
 use std::time::Duration;
@@ -31,17 +31,19 @@ enum Who {
 }
 
 fn who(req: &RecordedRequest) -> Who {
-    // A subagent's system prompt opens with the notes every subagent shares; its type's own
-    // prompt follows.
+    // An explorer's system prompt opens with the notes every fresh subagent shares; its type's
+    // own prompt follows. The critic starts from a copy of the main agent's request, its own
+    // prompt in its directive.
     let system = req.system_text();
+    let last_user = req.last_user_text().unwrap_or_default();
     let max_tokens = req.json.as_ref().and_then(|j| j["max_tokens"].as_u64());
     if max_tokens == Some(1) {
         Who::WarmUp
     } else if system.contains(EXPLORER) {
         Who::Explorer
-    } else if system.contains(CRITIC) {
+    } else if last_user.contains(FORK) && last_user.contains(CRITIC) {
         Who::Critic
-    } else if req.last_user_text().is_some_and(|t| t.contains(FORK)) {
+    } else if last_user.contains(FORK) {
         Who::Fork
     } else {
         Who::Main
@@ -237,8 +239,9 @@ async fn critique_variant_explores_in_parallel_then_critiques_the_draft() {
     assert!(
         critic
             .last_user_text()
-            .is_some_and(|t| t.starts_with("DRAFT:"))
+            .is_some_and(|t| t.contains("Directive: DRAFT:"))
     );
+    assert_eq!(critic.tool_names(), mains[0].tool_names());
     let synthesis_done = synthesis.completed_at.expect("completed");
     assert!(
         critic.received_at >= synthesis_done,
@@ -268,10 +271,20 @@ async fn critique_variant_explores_in_parallel_then_critiques_the_draft() {
             .any(|e| cache_blocks(e) == cache_blocks(warm_up)),
         "the warm-up is an explorer's own first request"
     );
-    let from_main = cached_bytes(&cache_blocks(critic), &cache_blocks(mains[0]));
-    assert!(
-        cached_bytes(&cache_blocks(critic), &cache_blocks(warm_up)) > from_main,
-        "the critic reads the tools and the notes all subagents share from the warm-up"
+    let synthesis_bytes: usize = cache_blocks(synthesis).iter().map(|b| b.0.len()).sum();
+    assert_eq!(
+        cached_bytes(&cache_blocks(critic), &cache_blocks(synthesis)),
+        synthesis_bytes,
+        "the critic reads the whole synthesis request from its cache entry"
+    );
+    let forking = cache_blocks(mains[2]).len() - 1;
+    assert_eq!(
+        cached_bytes(&cache_blocks(mains[2]), &cache_blocks(critic)),
+        cache_blocks(mains[2])[..forking]
+            .iter()
+            .map(|b| b.0.len())
+            .sum::<usize>(),
+        "the last main request reads its Task call from the critic's entry"
     );
     let warmed = warm_up.completed_at.expect("warm-up completed");
     assert!(
