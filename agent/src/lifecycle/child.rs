@@ -141,14 +141,23 @@ impl Child {
         &self.spec.prefix
     }
 
+    /// Whether it started from a copy of the caller's conversation: a fork, or a type that
+    /// inherits the caller's context.
+    fn forked(&self) -> bool {
+        self.spec
+            .definition
+            .as_ref()
+            .is_none_or(|d| d.inherits_context)
+    }
+
     /// Estimated tokens of the request prefix it shares with siblings of the same kind, and of
     /// the part of it that was already in the prompt cache when it was created (call it before
-    /// the child starts). A fresh child
-    /// shares its system prompt and tools; a fork also shares the caller's history, which the
-    /// caller's last request wrote, up to the forking message and its placeholders.
+    /// the child starts). A fresh child shares its system prompt and tools; a forked one also
+    /// shares the caller's history, which the caller's last request wrote, up to the forking
+    /// message and its placeholders.
     pub(super) fn shared_tokens(&self) -> (usize, usize) {
         let prefix = self.spec.prefix.tokens();
-        if self.spec.definition.is_some() {
+        if !self.forked() {
             return (prefix, 0);
         }
         let forking = self.messages.len().saturating_sub(2);
@@ -163,7 +172,7 @@ impl Child {
 
     /// Its next model request, as it stands now.
     pub(super) fn request(&self, config: &AgentConfig) -> ModelRequest {
-        let messages = if self.spec.definition.is_none() {
+        let messages = if self.forked() {
             fork::request_messages(&self.messages)
         } else {
             context::turn_messages(&self.spec.prefix, &self.messages, &config.context)

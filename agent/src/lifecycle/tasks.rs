@@ -57,6 +57,7 @@ impl Team {
             .iter()
             .filter(|_| offers_task)
             .flat_map(Catalog::agents)
+            .filter(|def| !def.inherits_context)
             .map(|def| filter::allowed(offered, Some(def), plan_mode))
             .collect();
         Team {
@@ -144,10 +145,14 @@ impl Agent {
         }
         let spec = match &input.subagent_type {
             Some(name) => match catalog.find(name) {
+                Some(def) if def.inherits_context => {
+                    let def = def.clone();
+                    self.fork_spec(batch, &call, input, i, Some(def))
+                }
                 Some(def) => self.fresh_spec(def.clone(), &call, input, (batch.id, i)),
                 None => return Some(unknown_type(name, catalog)),
             },
-            None => self.fork_spec(batch, &call, input, i),
+            None => self.fork_spec(batch, &call, input, i, None),
         };
         out.push(Effect::Emit(lifecycle_event(
             false,
@@ -195,13 +200,15 @@ impl Agent {
         }
     }
 
-    /// A fork: the main agent's prefix and history, then the placeholders and its directive.
+    /// A fork, or a subagent of type `def` that inherits the main agent's context: the main
+    /// agent's prefix and history, then the placeholders and its directive.
     fn fork_spec(
         &self,
         batch: &mut Batch,
         call: &ToolCall,
         input: TaskInput,
         slot: usize,
+        def: Option<AgentDefinition>,
     ) -> ChildSpec {
         let base = batch.fork_base.get_or_insert_with(|| {
             fork::base(context::turn_view(
@@ -210,17 +217,25 @@ impl Agent {
                 &self.config.context,
             ))
         });
+        let allowed = filter::allowed(&self.offered(), def.as_ref(), self.plan_mode());
+        let messages = match &def {
+            Some(def) => fork::typed_child_messages(base, def, &allowed, &input.prompt),
+            None => fork::child_messages(base, &input.prompt),
+        };
         ChildSpec {
             task_id: call.id.clone(),
             description: input.description,
-            agent_type: fork::FORK_TYPE.to_owned(),
-            prefix: self.prefix.clone(),
-            messages: fork::child_messages(base, &input.prompt),
+            agent_type: def
+                .as_ref()
+                .map_or(fork::FORK_TYPE, |d| d.name.as_str())
+                .to_owned(),
+            prefix: fork::prefix(&self.prefix),
+            messages,
             prompt: input.prompt,
-            allowed: filter::allowed(&self.offered(), None, self.plan_mode()),
+            allowed,
             plan_mode: self.plan_mode(),
-            max_turns: FORK_MAX_TURNS,
-            definition: None,
+            max_turns: def.as_ref().map_or(FORK_MAX_TURNS, |d| d.max_turns),
+            definition: def,
             batch: batch.id,
             slot,
             root: ToolRoot::Workspace,

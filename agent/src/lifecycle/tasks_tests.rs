@@ -81,9 +81,9 @@ fn parallel_subagents_are_routed_by_request_and_answer_with_notifications() {
     let (c, request_c) = request_for(&effects, "QC");
     assert_eq!(request_a.messages.len(), 1, "only its prompt");
     assert_eq!(text_of(&request_a.messages[0]), "QA");
-    // Explorer and critic share the tools and the notes block, each ending at a breakpoint,
-    // and differ from their own prompt on.
-    assert_eq!(request_a.system[0], request_c.system[0]);
+    // The explorer opens its system prompt with the notes every fresh subagent shares, each
+    // block ending at a breakpoint; the critic starts from a copy of the caller's request, its
+    // own prompt in the directive.
     assert!(
         request_a.system[0]
             .text
@@ -94,16 +94,23 @@ fn parallel_subagents_are_routed_by_request_and_answer_with_notifications() {
             .text
             .starts_with("You are an exploration subagent")
     );
-    assert!(
-        request_c.system[1]
-            .text
-            .starts_with("You are an adversarial reviewer")
-    );
     assert!(request_a.system.iter().all(|b| b.cache_control.is_some()));
     assert!(request_a.tools.iter().all(|t| t.cache_control.is_none()));
-    assert_eq!(request_a.tools, request_c.tools);
     let names: Vec<&str> = request_a.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["Glob", "Grep", "Read"]);
+    assert_eq!(request_c.system, agent.prefix.system);
+    assert_eq!(request_c.tools.len(), agent.prefix.tools.len());
+    let directive = text_of(last_message(&request_c));
+    assert!(
+        directive.contains("You are now a `critique` subagent")
+            && directive.contains("Use only Glob, Grep and Read.")
+            && directive.contains("You are an adversarial reviewer")
+            && directive.ends_with("Directive: QC\n</fork-directive>"),
+        "{directive}"
+    );
+    let placeholders = tool_results(last_message(&request_c));
+    let ids: Vec<&str> = placeholders.iter().map(|r| r.0).collect();
+    assert_eq!(ids, ["ta", "g1", "tb", "tc"]);
     for event in emitted(&effects)
         .iter()
         .filter(|e| !matches!(e, EventBody::System(_)))
@@ -233,8 +240,12 @@ fn fork_children_share_the_prefix_and_cannot_fork_again() {
     let effects = fan_out(&mut agent, blocks);
     let (one, request_one) = request_for(&effects, "Look at the callers.");
     let (_, request_two) = request_for(&effects, "Look at the tests.");
-    let main_tools = &agent.prefix.tools;
-    assert_eq!(&request_one.tools, main_tools, "the exact tool array");
+    let mut main_tools = agent.prefix.tools.clone();
+    main_tools.iter_mut().for_each(|t| t.cache_control = None);
+    assert_eq!(
+        request_one.tools, main_tools,
+        "the exact tool array, without the caller's breakpoint after it"
+    );
     assert_eq!(request_one.system, agent.prefix.system);
     let a = serde_json::to_string(&request_one).expect("json");
     let b = serde_json::to_string(&request_two).expect("json");

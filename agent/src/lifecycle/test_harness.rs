@@ -181,6 +181,7 @@ pub(crate) fn auditor(max_turns: u32) -> AgentDefinition {
         disallowed_tools: vec![],
         model: None,
         max_turns,
+        inherits_context: false,
         source: Source::File(".claude/agents/auditor.md".into()),
     }
 }

@@ -24,9 +24,11 @@
 //! Subagents whose tools are the first tools the caller offers (the built-ins read with
 //! Glob, Grep and Read) can also read those from the caller's cache: the caller's request
 //! gets a breakpoint after them when it has one to spare (its first request has three), so
-//! the warm-up writes only the subagents' system prompt. A lone subagent of another type with
-//! the same tools, such as the critic after the explorers, reads the tools and the shared
-//! notes from the entry the warm-up wrote, and writes only its type's own prompt.
+//! the warm-up writes only the subagents' system prompt. A lone fresh subagent of another type
+//! with the same tools reads the tools and the shared notes from the entry the warm-up wrote,
+//! and writes only its type's own prompt. A child that starts from a copy of the caller's
+//! conversation (a fork, or the critic) reads the caller's last request whole and needs no
+//! warm-up unless what its siblings add to it outweighs one.
 
 use ultraplan_protocol::ContentBlock;
 use ultraplan_protocol::events::CacheControl;

@@ -233,15 +233,15 @@ fn only_children_sharing_a_cold_prefix_wait_for_a_warm_up() {
             2,
         ),
         (
-            "two of each",
+            "two of each: critics start from the caller's written prefix",
             &[
                 Some("explore"),
                 Some("critique"),
                 Some("explore"),
                 Some("critique"),
             ],
+            1,
             2,
-            0,
         ),
         (
             "two explorers and a critic",

@@ -70,8 +70,9 @@ small and labelled, and skip them where prose is clearer.
 /// Added to the instructions by the `three_subagents_with_critique` variant.
 pub const THREE_SUBAGENTS_WITH_CRITIQUE: &str = "<system-reminder>
 In this session you work with subagents, through the Task tool. A subagent is a separate \
-read-only agent with a fresh context: it has not seen this conversation, so give it a complete \
-brief, and it reports back once. Task calls made in the same message run in parallel.
+read-only agent that reports back once. An `explore` subagent starts with a fresh context: it \
+has not seen this conversation, so give it a complete brief. Task calls made in the same \
+message run in parallel.
 
 Work in this order:
 1. Explore with three `explore` subagents launched together: ONE message with exactly three \
@@ -86,7 +87,8 @@ tests and anything else the change could break.
 2. Synthesise: when the three reports arrive, check anything doubtful yourself with Glob, Grep \
 and Read, then write a complete draft plan.
 3. Critique: launch one `critique` subagent with the whole draft in its prompt and ask it to \
-break the plan: missing files, ordering errors, untested paths, risky assumptions.
+break the plan: missing files, ordering errors, untested paths, risky assumptions. It starts \
+from a copy of this conversation, so it also sees the user's request and the reports.
 4. Revise the draft to address every valid point of the critique; for a point you reject, say \
 why in the plan's risks. Then submit the plan with ExitPlanMode.
 

@@ -64,7 +64,20 @@ const GENERAL_PROMPT: &str = "You are a general-purpose subagent. You carry out 
 are given thoroughly, searching and reading the repository as much as the task needs, and \
 report what you found and concluded with the evidence for it.";
 
+/// How a type's subagent starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// A fresh context holding only its prompt.
+    Fresh,
+    /// A copy of the caller's conversation.
+    Forked,
+}
+
 /// The built-in definitions, in the order they are listed to the model.
+///
+/// The critic starts from a copy of the caller's conversation: it checks the draft against the
+/// user's request and the evidence the caller gathered, which it reads from the prompt cache
+/// entry of the caller's last request instead of having them retyped into its prompt.
 pub fn definitions() -> Vec<AgentDefinition> {
     vec![
         builtin(
@@ -74,6 +87,7 @@ pub fn definitions() -> Vec<AgentDefinition> {
             EXPLORE_PROMPT,
             Some(&SEARCH_TOOLS),
             16,
+            Start::Fresh,
         ),
         builtin(
             PLAN,
@@ -82,6 +96,7 @@ pub fn definitions() -> Vec<AgentDefinition> {
             PLAN_PROMPT,
             None,
             24,
+            Start::Fresh,
         ),
         builtin(
             CRITIQUE,
@@ -90,6 +105,7 @@ pub fn definitions() -> Vec<AgentDefinition> {
             CRITIQUE_PROMPT,
             Some(&SEARCH_TOOLS),
             16,
+            Start::Forked,
         ),
         builtin(
             GENERAL,
@@ -97,6 +113,7 @@ pub fn definitions() -> Vec<AgentDefinition> {
             GENERAL_PROMPT,
             None,
             30,
+            Start::Fresh,
         ),
     ]
 }
@@ -107,6 +124,7 @@ fn builtin(
     prompt: &str,
     tools: Option<&[&str]>,
     max_turns: u32,
+    start: Start,
 ) -> AgentDefinition {
     AgentDefinition {
         name: name.to_owned(),
@@ -116,6 +134,7 @@ fn builtin(
         disallowed_tools: Vec::new(),
         model: None,
         max_turns,
+        inherits_context: start == Start::Forked,
         source: Source::BuiltIn,
     }
 }

@@ -129,6 +129,7 @@ pub fn parse(path: &str, text: &str) -> Result<AgentDefinition, DefinitionError>
         disallowed_tools: tool_list(doc.get("disallowedTools")).unwrap_or_default(),
         model: optional_scalar(doc.get("model"), "model")?,
         max_turns: max_turns(doc.get("maxTurns"))?,
+        inherits_context: false,
         source: Source::File(Path::new(path).display().to_string()),
     })
 }

@@ -34,6 +34,10 @@ pub struct AgentDefinition {
     pub model: Option<String>,
     /// Most assistant turns it may take.
     pub max_turns: u32,
+    /// Whether it starts from a copy of the caller's conversation (a fork that plays this
+    /// type's part, see [`super::fork`]) rather than from a fresh context holding only its
+    /// prompt.
+    pub inherits_context: bool,
     pub source: Source,
 }
 
@@ -133,6 +137,7 @@ mod tests {
             disallowed_tools: vec![],
             model: None,
             max_turns: 3,
+            inherits_context: false,
             source: Source::File(format!(".claude/agents/{name}.md")),
         }
     }

@@ -138,6 +138,7 @@ mod tests {
             disallowed_tools: deny.iter().map(|s| (*s).to_owned()).collect(),
             model: None,
             max_turns: 5,
+            inherits_context: false,
             source: Source::BuiltIn,
         }
     }

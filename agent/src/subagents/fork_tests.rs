@@ -32,10 +32,10 @@ fn history() -> Vec<Message> {
 }
 
 fn child_request(directive: &str) -> (ModelRequest, Vec<u8>) {
-    let prefix = prefix();
-    let view = context::turn_view(&prefix, &history(), &ContextSettings::default());
+    let caller = prefix();
+    let view = context::turn_view(&caller, &history(), &ContextSettings::default());
     let messages = request_messages(&child_messages(&base(view), directive));
-    let request = prefix.request(messages, 1000);
+    let request = super::prefix(&caller).request(messages, 1000);
     let bytes = serde_json::to_vec(&request).expect("json");
     (request, bytes)
 }
@@ -85,55 +85,114 @@ fn every_tool_use_gets_the_placeholder_and_the_directive_comes_last() {
         panic!("the directive is the last block")
     };
     assert!(text.ends_with("Directive: Map the callers of login.\n</fork-directive>"));
-    assert!(cache_control.is_none());
+    assert!(cache_control.is_some(), "its next turn reads it");
     assert_eq!(text_of(&request.messages[0]), "plan the login fix");
     assert_eq!(request.messages.len(), history().len() + 1);
 }
 
+fn is_marked(block: &ContentBlock) -> bool {
+    match block {
+        ContentBlock::Text { cache_control, .. }
+        | ContentBlock::ToolUse { cache_control, .. }
+        | ContentBlock::ToolResult { cache_control, .. } => cache_control.is_some(),
+        ContentBlock::Thinking { .. } => false,
+    }
+}
+
+/// Per message, which blocks carry a breakpoint.
+fn message_marks(request: &ModelRequest) -> Vec<Vec<bool>> {
+    let blocks = |m: &Message| m.content.iter().map(is_marked).collect();
+    request.messages.iter().map(blocks).collect()
+}
+
+/// The request as JSON without its breakpoints, which are not part of the cached bytes.
+fn unmarked(request: &ModelRequest) -> Vec<u8> {
+    let mut value = serde_json::to_value(request).expect("json");
+    strip_cache_control(&mut value);
+    serde_json::to_vec(&value).expect("json")
+}
+
+fn strip_cache_control(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            map.remove("cache_control");
+            map.values_mut().for_each(strip_cache_control);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip_cache_control),
+        _ => {}
+    }
+}
+
 #[test]
-fn breakpoints_are_system_tools_first_message_and_last_placeholder() {
+fn breakpoints_are_system_forking_message_last_placeholder_and_last_block() {
     let (request, bytes) = child_request("x");
     let marks = String::from_utf8_lossy(&bytes)
         .matches("cache_control")
         .count();
     assert_eq!(marks, 4);
-    let is_marked = |block: &ContentBlock| match block {
-        ContentBlock::Text { cache_control, .. }
-        | ContentBlock::ToolUse { cache_control, .. }
-        | ContentBlock::ToolResult { cache_control, .. } => cache_control.is_some(),
-        ContentBlock::Thinking { .. } => false,
-    };
-    assert!(request.messages[0].content.iter().any(is_marked));
-    let last = request.messages.last().expect("last");
-    let marked: Vec<bool> = last.content.iter().map(is_marked).collect();
-    assert_eq!(
-        marked,
-        [false, false, true, false],
-        "the last placeholder only"
-    );
     assert!(request.system[0].cache_control.is_some());
-    assert!(
-        request
-            .tools
-            .last()
-            .is_some_and(|t| t.cache_control.is_some())
+    assert!(request.tools.iter().all(|t| t.cache_control.is_none()));
+    let want = [
+        vec![false],
+        vec![false],
+        vec![false],
+        vec![false, false, false, true],
+        vec![false, false, true, true],
+    ];
+    assert_eq!(
+        message_marks(&request),
+        want,
+        "the forking message's last call, the last placeholder and the directive"
     );
 }
 
 #[test]
-fn later_turns_keep_the_shared_prefix() {
-    let prefix = prefix();
-    let view = context::turn_view(&prefix, &history(), &ContextSettings::default());
+fn later_turns_keep_the_shared_prefix_and_mark_their_last_block() {
+    let caller = prefix();
+    let view = context::turn_view(&caller, &history(), &ContextSettings::default());
     let mut messages = child_messages(&base(view), "x");
-    let first = serde_json::to_vec(&prefix.request(request_messages(&messages), 10)).expect("json");
+    let prefix = super::prefix(&caller);
+    let first = prefix.request(request_messages(&messages), 10);
     messages.push(assistant(vec![ContentBlock::tool_use(
         "c1",
         "Read",
         json!({"file_path": "a"}),
     )]));
     messages.push(user(vec![tool_result_block("c1", "text", false)]));
-    let second =
-        serde_json::to_vec(&prefix.request(request_messages(&messages), 10)).expect("json");
+    let second = prefix.request(request_messages(&messages), 10);
+    let (first, marked) = (unmarked(&first), message_marks(&second));
     let end_of_first_messages = find(&first, "</fork-directive>");
-    assert!(common_prefix(&first, &second) > end_of_first_messages);
+    assert!(common_prefix(&first, &unmarked(&second)) > end_of_first_messages);
+    assert_eq!(
+        marked[4],
+        [false, false, true, false],
+        "the last placeholder"
+    );
+    assert_eq!(marked[6], [true], "the newest block");
+    assert_eq!(marked.iter().flatten().filter(|m| **m).count(), 3);
+}
+
+#[test]
+fn a_typed_child_reads_its_role_and_tools_in_the_directive() {
+    let critique = super::super::builtin::definitions()
+        .into_iter()
+        .find(|d| d.name == super::super::builtin::CRITIQUE)
+        .expect("critique");
+    assert!(critique.inherits_context);
+    let allowed = ["Glob", "Grep", "Read"].map(String::from);
+    let text = typed_directive_text(&critique, &allowed, " Break this draft: 1. x ");
+    insta::assert_snapshot!("critique_directive", text);
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &[],
+            "placeholders: those calls are being handled elsewhere. Use no tools. Do not",
+        ),
+        (&["Read"], "Use only Read."),
+        (&["Glob", "Read"], "Use only Glob and Read."),
+    ];
+    for (tools, want) in cases {
+        let tools: Vec<String> = tools.iter().map(|t| (*t).to_owned()).collect();
+        let text = typed_directive_text(&critique, &tools, "x");
+        assert!(text.contains(want), "{tools:?}: {text}");
+    }
 }

@@ -44,9 +44,9 @@ pub fn load(workspace: &Workspace) -> Subagents {
 /// breakpoint: the notes every subagent shares, then the type's own prompt.
 ///
 /// The shared block comes first so that subagents of different types with the same tools
-/// share the prompt-cache prefix up to its end: a critic started after the explorers reads
+/// share the prompt-cache prefix up to its end: a planner started after the explorers reads
 /// the tools and the notes from the entry the explorers' warm-up wrote, and writes only its
-/// own prompt. That block's breakpoint replaces one after the last tool, which would end the
+/// own prompt (when they offer the same tools). That block's breakpoint replaces one after the last tool, which would end the
 /// same entry minus the notes (the tools alone are read from the caller's request, which
 /// marks them). A request thus carries at most four breakpoints: the two here, and the first
 /// and last message.

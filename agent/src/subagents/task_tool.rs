@@ -66,7 +66,10 @@ pub fn definition(catalog: &Catalog) -> ToolDefinition {
     let types: String = catalog
         .agents()
         .iter()
-        .map(|a| format!("- {}: {}\n", a.name, one_line(&a.description)))
+        .map(|a| {
+            let start = if a.inherits_context { INHERITS } else { "" };
+            format!("- {}: {}{start}\n", a.name, one_line(&a.description))
+        })
         .collect();
     ToolDefinition {
         name: NAME.to_owned(),
@@ -94,9 +97,12 @@ one's final report comes back as this call's result, inside <task-notification> 
 its status and usage.
 
 Write `prompt` as a complete brief: a subagent of a named type has not seen this conversation \
-and cannot ask you questions. Say what to find out, where to start if you know, and what to \
+(unless its entry says it starts from a copy of it) and cannot ask you questions. Say what to find out, where to start if you know, and what to \
 report. Subagents are read-only; they cannot start subagents, ask the user questions or submit \
 plans.";
+
+/// Appended to the entry of a type that inherits the caller's context.
+const INHERITS: &str = " It starts from a copy of this conversation.";
 
 const FORK: &str = "Omit `subagent_type` to fork yourself: the subagent starts from a copy of \
 this whole conversation and follows `prompt` as its directive. Forks suit work that needs the \
@@ -155,6 +161,22 @@ mod tests {
         ] {
             assert!(def.description.contains(name), "{name}");
         }
+        let critique = def
+            .description
+            .lines()
+            .find(|l| l.starts_with("- critique:"));
+        assert!(
+            critique.is_some_and(|l| l.ends_with(INHERITS)),
+            "{critique:?}"
+        );
+        let explore = def
+            .description
+            .lines()
+            .find(|l| l.starts_with("- explore:"));
+        assert!(
+            explore.is_some_and(|l| !l.contains(INHERITS)),
+            "{explore:?}"
+        );
         assert!(!def.description.to_lowercase().contains("ultraplan"));
         assert!(is_task("Task") && is_task("Agent") && !is_task("task"));
     }

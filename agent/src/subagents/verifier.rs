@@ -112,6 +112,7 @@ pub fn definition() -> AgentDefinition {
         disallowed_tools: Vec::new(),
         model: None,
         max_turns: MAX_TURNS,
+        inherits_context: false,
         source: Source::BuiltIn,
     }
 }
