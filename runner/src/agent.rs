@@ -141,6 +141,7 @@ async fn start(
         log_filter: spec.log_filter.clone().unwrap_or_else(|| "info".to_owned()),
         environment: None,
         purpose: Default::default(),
+        base_image: None,
     };
     let process = ctx
         .sandbox

@@ -32,6 +32,9 @@ pub struct EnvironmentFile {
     pub lock_files: Vec<String>,
     /// Commands that test the project, for the verifier.
     pub verify: Vec<String>,
+    /// A Docker image present on the runner's engine to build on instead of the host's
+    /// toolchain (`[base] image`); `None` for the host.
+    pub base_image: Option<String>,
 }
 
 /// Why an environment file was refused; the message says what to change.
@@ -109,12 +112,10 @@ impl RawNetwork {
 /// Parse and validate an environment file's text.
 pub fn parse(text: &str) -> Result<EnvironmentFile, FileError> {
     let raw: Raw = toml::from_str(text).map_err(|e| FileError(one_line(&e.to_string())))?;
-    if let Some(image) = raw.base.and_then(|b| b.image).filter(|i| i != "host") {
-        return Err(FileError(format!(
-            "base image {image:?} is not supported: environments are built on the runner's \
-             own toolchain (image = \"host\")"
-        )));
-    }
+    let base_image = match raw.base.and_then(|b| b.image) {
+        Some(image) if image != "host" => Some(image_reference(image)?),
+        _ => None,
+    };
     let agent_network = match raw.agent.and_then(|a| a.network) {
         Some(network) => network.entries("[agent] network")?,
         None => Vec::new(),
@@ -141,8 +142,28 @@ pub fn parse(text: &str) -> Result<EnvironmentFile, FileError> {
         timeout: timeout(setup.timeout_seconds)?,
         lock_files: lock_files(setup.lock_files)?,
         verify: commands("[verify] commands", raw.verify.unwrap_or_default().commands)?,
+        base_image,
     };
     Ok(file)
+}
+
+/// A Docker image reference (`name[:tag]` or `name@sha256:…`, with an optional registry
+/// host): letters, digits and `._-/:@`, not starting with `-`, at most 255 characters.
+fn image_reference(image: String) -> Result<String, FileError> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "._-/:@".contains(c);
+    let plain = !image.is_empty()
+        && image.len() <= 255
+        && image.chars().all(allowed)
+        && !image.starts_with(['-', '/', ':', '@', '.'])
+        && !image.contains("..");
+    if plain {
+        Ok(image)
+    } else {
+        Err(FileError(format!(
+            "[base] image {image:?} is not a Docker image reference (e.g. \"python:3.12\"), \
+             or \"host\" for the runner's own toolchain"
+        )))
+    }
 }
 
 fn one_line(message: &str) -> String {

@@ -70,7 +70,12 @@ fn refusals_say_what_to_change() {
             "runs without a network",
         ),
         ("[agent]\nnetwork = \"all\"", "runs without a network"),
-        ("[base]\nimage = \"python:3.12\"", "is not supported"),
+        (
+            "[base]\nimage = \"-v /:/host\"",
+            "not a Docker image reference",
+        ),
+        ("[base]\nimage = \"\"", "not a Docker image reference"),
+        ("[base]\nimage = \"a/../b\"", "not a Docker image reference"),
         ("[setup\n", "environment.toml"),
     ];
     for (text, want) in cases {
@@ -108,6 +113,13 @@ commands = ["python3 -m pytest -q"]
     assert_eq!(file.lock_files, vec!["poetry.lock", "requirements.txt"]);
     assert_eq!(file.maintenance, vec!["git pull"]);
     assert_eq!(file.verify, vec!["python3 -m pytest -q"]);
+    assert_eq!(file.base_image, None, "host");
+    let image =
+        parse("[base]\nimage = \"registry.local:5000/team/py@sha256:ab12\"").expect("image");
+    assert_eq!(
+        image.base_image.as_deref(),
+        Some("registry.local:5000/team/py@sha256:ab12")
+    );
 }
 
 #[test]

@@ -30,6 +30,22 @@ pub struct Wanted {
     pub file: EnvironmentFile,
     /// The snapshot's key (see [`key::environment_key`]).
     pub key: String,
+    /// What the key covers besides the base, so it can be keyed on another base.
+    text: String,
+    locks: Vec<(String, Option<[u8; 32]>)>,
+    scope: String,
+}
+
+impl Wanted {
+    /// Key the snapshot on a Docker image (its id) instead of the host's toolchain.
+    pub fn on_image(&mut self, image_id: &str) {
+        self.key = key::environment_key(&key::KeyInputs {
+            file: self.text.as_bytes(),
+            lock_files: &self.locks,
+            base: &format!("image:{image_id}"),
+            scope: &self.scope,
+        });
+    }
 }
 
 /// Read the repository's environment file (if any) and key it. Blocking; `root` is an
@@ -65,7 +81,13 @@ fn keyed(root: &Path, text: &str, scope: &str) -> Result<Wanted, FileError> {
         base: &base(),
         scope,
     });
-    Ok(Wanted { file, key })
+    Ok(Wanted {
+        file,
+        key,
+        text: text.to_owned(),
+        locks,
+        scope: scope.to_owned(),
+    })
 }
 
 /// A file of the tree, if it is there, after checking its real path stays inside the tree.

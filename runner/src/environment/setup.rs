@@ -33,6 +33,8 @@ pub struct SetupRun {
     pub agent_binary: PathBuf,
     pub limits: SandboxLimits,
     pub log_filter: String,
+    /// The Docker image (its id) setup runs in, for an environment with a `[base] image`.
+    pub base_image: Option<String>,
 }
 
 /// How setup ended.
@@ -78,6 +80,7 @@ pub async fn run(
         purpose: Purpose::Setup {
             egress: proxy.as_ref().map(|(_, socket)| socket.clone()),
         },
+        base_image: run.base_image.clone(),
     };
     let input = SetupInput {
         commands: run.commands.clone(),

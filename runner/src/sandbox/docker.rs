@@ -79,6 +79,10 @@ pub fn container_spec_with(
     if req.toolchain() {
         binds.extend(toolchain.iter().map(|p| format!("{p}:{p}:ro")));
     }
+    if req.base_image.is_some() {
+        // Another image: the agent comes in as a read-only file.
+        binds.push(format!("{}:{AGENT_MOUNT}:ro", req.agent_binary.display()));
+    }
     if let Some(dir) = &req.environment {
         let mode = if req.setup() { "rw" } else { "ro" };
         binds.push(format!("{}:{ENV_MOUNT}:{mode}", dir.display()));
@@ -127,8 +131,17 @@ pub fn container_spec_with(
         }]),
         ..HostConfig::default()
     };
+    let (image, entrypoint, cmd) = match &req.base_image {
+        Some(base) => (
+            base.as_str(),
+            Some(vec![AGENT_MOUNT.to_owned()]),
+            req.agent_args().iter().map(|a| (*a).to_owned()).collect(),
+        ),
+        None => (image, None, cmd),
+    };
     ContainerCreateBody {
         image: Some(image.to_owned()),
+        entrypoint,
         cmd: Some(cmd),
         user: Some(format!("{uid}:{uid}")),
         working_dir: Some(WORKSPACE_MOUNT.to_owned()),
@@ -286,6 +299,19 @@ impl DockerRunner {
     }
 
     /// Create, attach and start the agent's container.
+    /// The id of `reference` when the engine has that image (runners never pull).
+    pub async fn image_id(&self, reference: &str) -> Result<String, SandboxError> {
+        let inspected = self.docker.inspect_image(reference).await.map_err(|e| {
+            SandboxError::Unavailable(format!(
+                "the base image {reference} is not on this runner's Docker engine ({e}); \
+                 images are never pulled: load it there first (docker pull or docker load)"
+            ))
+        })?;
+        inspected
+            .id
+            .ok_or_else(|| SandboxError::Unavailable(format!("the image {reference} has no id")))
+    }
+
     pub async fn launch(&self, req: &SandboxRequest) -> Result<AgentProcess, SandboxError> {
         let suffix = uuid::Uuid::new_v4().simple().to_string();
         let name = format!("ultraplan-{}-{}", req.session_id, &suffix[..8]);

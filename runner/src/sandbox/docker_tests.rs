@@ -14,6 +14,7 @@ fn containers_are_locked_down() {
         log_filter: "info".into(),
         environment: None,
         purpose: Default::default(),
+        base_image: None,
     };
     let spec = container_spec(&req, "ultraplan-agent:abc", "inst1");
     let host = spec.host_config.clone().expect("host config");
@@ -91,4 +92,42 @@ fn the_build_context_holds_the_dockerfile_and_agent() {
         .collect();
     assert_eq!(names, vec!["Dockerfile", "ultraplan-agent"]);
     assert!(DOCKERFILE.starts_with("FROM scratch"));
+}
+
+#[test]
+fn a_base_image_replaces_the_agent_image_and_the_host_toolchain() {
+    let req = SandboxRequest {
+        session_id: "s1".into(),
+        workspace: PathBuf::from("/data/ws"),
+        writable: true,
+        agent_binary: PathBuf::from("/opt/agent"),
+        limits: SandboxLimits::default(),
+        log_filter: "info".into(),
+        environment: Some(PathBuf::from("/data/env/k/tree")),
+        purpose: Default::default(),
+        base_image: Some("sha256:feed".into()),
+    };
+    let toolchain = ["/usr".to_owned()];
+    let spec = container_spec_with(&req, "ultraplan-agent:abc", "inst1", &toolchain, 0);
+    assert_eq!(spec.image.as_deref(), Some("sha256:feed"));
+    assert_eq!(spec.entrypoint, Some(vec![AGENT_MOUNT.to_owned()]));
+    assert_eq!(spec.cmd, Some(Vec::new()));
+    let binds = spec.host_config.and_then(|h| h.binds).unwrap_or_default();
+    assert_eq!(
+        binds,
+        [
+            "/data/ws:/workspace:rw",
+            "/opt/agent:/ultraplan-agent:ro",
+            "/data/env/k/tree:/env:ro"
+        ]
+    );
+    // Locked down as ever.
+    let setup = SandboxRequest {
+        purpose: crate::sandbox::spec::Purpose::Setup { egress: None },
+        ..req
+    };
+    let spec = container_spec_with(&setup, "ultraplan-agent:abc", "inst1", &toolchain, 0);
+    assert_eq!(spec.cmd, Some(vec!["setup".to_owned()]));
+    assert_eq!(spec.network_disabled, Some(true));
+    assert_eq!(spec.host_config.and_then(|h| h.readonly_rootfs), Some(true));
 }

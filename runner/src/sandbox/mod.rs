@@ -52,6 +52,20 @@ pub enum Sandbox {
 }
 
 impl Sandbox {
+    /// The id of the Docker image `reference`, for an environment's `[base] image`: only the
+    /// docker sandbox runs one, and only an image its engine already has.
+    pub async fn image_id(&self, reference: &str) -> Result<String, SandboxError> {
+        match self {
+            Sandbox::Docker(docker) => docker.image_id(reference).await,
+            other => Err(SandboxError::Unavailable(format!(
+                "the environment's base image {reference} needs the docker sandbox; this \
+                 runner uses {}: use [base] image = \"host\", or run the server with \
+                 --runner docker",
+                other.name()
+            ))),
+        }
+    }
+
     /// The sandbox's name as configured and reported.
     pub fn name(&self) -> &'static str {
         match self {
@@ -74,6 +88,12 @@ impl Sandbox {
 
     /// Start an agent.
     pub async fn launch(&self, req: &SandboxRequest) -> Result<AgentProcess, SandboxError> {
+        if req.base_image.is_some() && !matches!(self, Sandbox::Docker(_)) {
+            return Err(SandboxError::Unavailable(format!(
+                "a base image needs the docker sandbox; this runner uses {}",
+                self.name()
+            )));
+        }
         match self {
             Sandbox::Docker(docker) => docker.launch(req).await,
             Sandbox::Bwrap => bwrap::spawn(req),

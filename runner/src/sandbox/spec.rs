@@ -68,6 +68,9 @@ pub struct SandboxRequest {
     pub environment: Option<PathBuf>,
     /// What runs in the sandbox.
     pub purpose: Purpose,
+    /// A Docker image (its id) the sandbox is made from instead of the agent's own image and
+    /// the host's toolchain: an environment's `[base] image` (Docker only).
+    pub base_image: Option<String>,
 }
 
 /// What a sandbox runs.
@@ -99,7 +102,7 @@ impl SandboxRequest {
     /// Whether the host toolchain is bound (read-only): for `Bash` in execution, for setup,
     /// and wherever an environment (whose programs link against it) is bound.
     pub fn toolchain(&self) -> bool {
-        self.writable || self.environment.is_some() || self.setup()
+        self.base_image.is_none() && (self.writable || self.environment.is_some() || self.setup())
     }
 
     /// The agent's arguments: `setup` for a setup run, none for the agent.
@@ -301,6 +304,7 @@ mod tests {
             log_filter: "info".into(),
             environment: None,
             purpose: Purpose::Agent,
+            base_image: None,
         }
     }
 

@@ -572,6 +572,7 @@ impl Fixture {
             log_filter: "warn".to_owned(),
             environment: None,
             purpose: Default::default(),
+            base_image: None,
         }
     }
 }

@@ -68,6 +68,8 @@ struct SessionTask {
     remote_patch: Option<crate::execution::RemotePatch>,
     /// The environment snapshot the current agent uses (kept from sweeping while held).
     environment: Option<ultraplan_runner::environment::Lease>,
+    /// The Docker image (its id) the session's agents run in: its environment's `[base]`.
+    base_image: Option<String>,
 }
 
 /// How one agent's run ended.
@@ -111,6 +113,7 @@ pub async fn run(inner: Arc<Inner>, task: Task) {
         patched: false,
         remote_patch: None,
         environment: None,
+        base_image: None,
     };
     if !task.pick_up(launch.resumed, claim.took_over).await {
         task.release(false).await;
@@ -281,6 +284,7 @@ impl SessionTask {
             log_filter: self.inner.settings.agent_log_filter.clone(),
             environment: self.environment.as_ref().map(|lease| lease.tree.clone()),
             purpose: Default::default(),
+            base_image: self.base_image.clone(),
         };
         let lease = RemoteLaunch {
             epoch: self.lease.epoch,

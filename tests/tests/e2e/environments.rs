@@ -833,3 +833,138 @@ async fn maintenance(runner: &str) {
     );
     assert!(text.contains("refresh broke"), "{text}");
 }
+
+/// A Docker image holding only BusyBox, imported into the engine the tests use (runners never
+/// pull). Its tag is unique to the run.
+fn busybox_image(root: &Path) -> String {
+    let rootfs = root.join("rootfs");
+    let bin = rootfs.join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    std::fs::copy("/bin/busybox", bin.join("busybox")).expect("busybox-static is installed");
+    for applet in [
+        "sh", "cat", "echo", "head", "ls", "mkdir", "env", "uname", "true",
+    ] {
+        std::os::unix::fs::symlink("busybox", bin.join(applet)).expect("applet");
+    }
+    for dir in ["etc", "tmp", "workspace", "env"] {
+        std::fs::create_dir_all(rootfs.join(dir)).expect("mkdir");
+    }
+    let tag = format!("ultraplan-test-busybox:{}", std::process::id());
+    let tar = Command::new("tar")
+        .arg("-C")
+        .arg(&rootfs)
+        .args(["-cf", "-", "."])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("tar");
+    let imported = Command::new("docker")
+        .args(["import", "-", &tag])
+        .stdin(tar.stdout.expect("tar output"))
+        .output()
+        .expect("docker import");
+    assert!(
+        imported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&imported.stderr)
+    );
+    tag
+}
+
+/// `[base] image`: under Docker, setup and every agent run in that image (here one holding only
+/// BusyBox, which the host lacks), keyed on its id; under bwrap, and for an image the engine
+/// does not have, the session ends saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_base_image_is_where_setup_and_the_agents_run() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let image = busybox_image(root.path());
+    let fake = FakeAnthropic::start(Script::from_fn(|req: &RecordedRequest| {
+        if req.is_verifier() {
+            return Reply::text("Nothing to test.\nVERDICT: PASS");
+        }
+        if !req.tool_names().iter().any(|t| t == "Bash") {
+            return match req.tool_results().len() {
+                0 => Reply::tool_use("Read", json!({"file_path": "/env/which"})),
+                _ => Reply::exit_plan_mode("1. Say where we are"),
+            };
+        }
+        match req.tool_results().len() {
+            2 => Reply::tool_use(
+                "Bash",
+                json!({"command": "busybox | head -1; echo > NOTES.md; ls /usr 2>&1 | head -1"}),
+            ),
+            _ => Reply::text("Done."),
+        }
+    }))
+    .await;
+    let file = |image: &str| {
+        format!(
+            "[base]\nimage = \"{image}\"\n[setup]\ncommands = [\"busybox | head -1 > /env/which\"]\n"
+        )
+    };
+    let home = root.path().join("home");
+    let repo = repository(
+        root.path(),
+        "in-image",
+        &[(".ultraplan/environment.toml", file(&image))],
+    );
+    let server = ServerProcess::with_fake_anthropic("docker", &fake.base_url())
+        .await
+        .expect("server");
+    let id = launch(&server, &home, &repo);
+    let mut seen = Vec::new();
+    server
+        .wait_for(&id, &mut seen, |e| {
+            !e.body.exit_plan_mode_calls().is_empty()
+        })
+        .await
+        .expect("plan");
+    assert!(
+        seen.iter().any(|e| system(e, ENVIRONMENT_READY).is_some()),
+        "{seen:#?}"
+    );
+    let read = bash_output(&seen, "BusyBox");
+    assert!(
+        read.contains("BusyBox v"),
+        "the planning agent reads setup's output: {read}"
+    );
+    approve_first_plan(&server, &id, &mut seen).await;
+    wait_for_patch(&server, &id, &mut seen).await;
+    let ran = bash_output(&seen, "No such file");
+    assert!(ran.contains("BusyBox v"), "Bash runs in the image: {ran}");
+    assert!(ran.contains("/usr"), "without the host's toolchain: {ran}");
+
+    // Only the docker sandbox runs images, and only those its engine has.
+    let missing = repository(
+        root.path(),
+        "missing",
+        &[(
+            ".ultraplan/environment.toml",
+            file("ultraplan-test-absent:0"),
+        )],
+    );
+    let bwrap = ServerProcess::with_fake_anthropic("bwrap", &fake.base_url())
+        .await
+        .expect("server");
+    for (server, repo, says) in [
+        (&server, &missing, "is not on this runner's Docker engine"),
+        (&bwrap, &repo, "needs the docker sandbox"),
+    ] {
+        let id = launch(server, &home, repo);
+        let mut seen = Vec::new();
+        let end = server
+            .wait_for(
+                &id,
+                &mut seen,
+                |e| matches!(&e.body, EventBody::Result(r) if r.is_terminal()),
+            )
+            .await
+            .expect("end");
+        let EventBody::Result(result) = &end.body else {
+            unreachable!()
+        };
+        assert_eq!(result.subtype, ERROR_ENVIRONMENT);
+        let text = result.result.clone().unwrap_or_default();
+        assert!(text.contains(says), "{text}");
+    }
+    let _ = Command::new("docker").args(["rmi", "-f", &image]).output();
+}

@@ -78,8 +78,9 @@ impl SessionTask {
         transcript: &[EventBody],
     ) -> Result<Readiness, String> {
         self.environment = None;
+        self.base_image = None;
         let bundle = self.bundle_path().await?;
-        let (wanted, label) = match self.wanted(&bundle).await? {
+        let (mut wanted, label) = match self.wanted(&bundle).await? {
             Ok(Some(found)) => found,
             Ok(None) => return Ok(Readiness::Ready),
             Err(why) => return Ok(self.end_environment(why).await),
@@ -89,6 +90,15 @@ impl SessionTask {
                        linked runner, which does not build environments yet";
             return Ok(self.end_environment(why.to_owned()).await);
         };
+        if let Some(reference) = wanted.file.base_image.clone() {
+            match sandbox.image_id(&reference).await {
+                Ok(id) => {
+                    wanted.on_image(&id);
+                    self.base_image = Some(id);
+                }
+                Err(error) => return Ok(self.end_environment(error.to_string()).await),
+            }
+        }
         let settings = &self.inner.settings;
         if let Some(lease) = settings.environments.lookup(&wanted.key) {
             let first_here = self.note_reused(&lease, transcript).await;
@@ -139,6 +149,7 @@ impl SessionTask {
             agent_binary: settings.agent_binary.clone(),
             limits: settings.limits.clone(),
             log_filter: settings.agent_log_filter.clone(),
+            base_image: self.base_image.clone(),
         })
     }
 
