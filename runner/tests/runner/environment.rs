@@ -71,6 +71,7 @@ fn run(workspace: &Path, commands: &[String], network: &[String], timeout: Durat
         agent_binary: agent_binary(),
         limits: SandboxLimits::default(),
         log_filter: "warn".to_owned(),
+        base_image: None,
     }
 }
 
