@@ -850,16 +850,20 @@ fn busybox_image(root: &Path) -> String {
         std::fs::create_dir_all(rootfs.join(dir)).expect("mkdir");
     }
     let tag = format!("ultraplan-test-busybox:{}", std::process::id());
-    let tar = Command::new("tar")
+    let archive = root.join("rootfs.tar");
+    let tarred = Command::new("tar")
         .arg("-C")
         .arg(&rootfs)
-        .args(["-cf", "-", "."])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
+        .arg("-cf")
+        .arg(&archive)
+        .arg(".")
+        .status()
         .expect("tar");
+    assert!(tarred.success());
     let imported = Command::new("docker")
-        .args(["import", "-", &tag])
-        .stdin(tar.stdout.expect("tar output"))
+        .arg("import")
+        .arg(&archive)
+        .arg(&tag)
         .output()
         .expect("docker import");
     assert!(
