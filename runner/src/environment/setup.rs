@@ -57,6 +57,9 @@ pub struct SetupReport {
     pub duration: Duration,
     /// Hosts the proxy refused, in the order first seen.
     pub blocked: Vec<BlockedAttempt>,
+    /// Refused attempts at further hosts once [`crate::egress::MAX_BLOCKED_DISTINCT`] were
+    /// listed (counted, not named).
+    pub blocked_beyond: u64,
     /// The last lines of output (masked).
     pub tail: Vec<String>,
 }
@@ -89,19 +92,20 @@ pub async fn run(
     };
     let redactor = Redactor::new(run.secrets.values().map(String::as_str));
     let outcome = drive(sandbox, &request, &input, redactor, run.timeout, lines).await;
-    let blocked = match proxy {
+    let (blocked, blocked_beyond) = match proxy {
         Some((proxy, _)) => {
-            let blocked = proxy.blocked();
+            let blocked = (proxy.blocked(), proxy.blocked_overflow());
             proxy.shutdown().await;
             blocked
         }
-        None => Vec::new(),
+        None => (Vec::new(), 0),
     };
     let (end, tail) = outcome?;
     Ok(SetupReport {
         end,
         duration: started.elapsed(),
         blocked,
+        blocked_beyond,
         tail,
     })
 }

@@ -59,7 +59,7 @@ pub(super) fn blocked_json(blocked: &[BlockedAttempt]) -> serde_json::Value {
         .collect()
 }
 
-pub(super) fn blocked_text(blocked: &[BlockedAttempt]) -> String {
+pub(super) fn blocked_text(blocked: &[BlockedAttempt], beyond: u64) -> String {
     if blocked.is_empty() {
         return String::new();
     }
@@ -67,7 +67,14 @@ pub(super) fn blocked_text(blocked: &[BlockedAttempt]) -> String {
         .iter()
         .map(|b| format!("{}:{}", b.host, b.port))
         .collect();
-    format!(" Blocked (not in the allow-list): {}.", hosts.join(", "))
+    let more = match beyond {
+        0 => String::new(),
+        n => format!(" (and {n} more attempts at hosts not listed)"),
+    };
+    format!(
+        " Blocked (not in the allow-list): {}{more}.",
+        hosts.join(", ")
+    )
 }
 
 impl SessionTask {
@@ -292,9 +299,14 @@ impl SessionTask {
         let message = format!(
             "Environment ready: setup took {:.1} s.{}",
             report.duration.as_secs_f64(),
-            blocked_text(&report.blocked)
+            blocked_text(&report.blocked, report.blocked_beyond)
         );
-        let data = json!({"key": key, "setup_ms": ms, "blocked": blocked_json(&report.blocked)});
+        let data = json!({
+            "key": key,
+            "setup_ms": ms,
+            "blocked": blocked_json(&report.blocked),
+            "blocked_beyond": report.blocked_beyond,
+        });
         self.append_events(&[note(ENVIRONMENT_READY, message, data)])
             .await;
     }
@@ -361,9 +373,13 @@ impl SessionTask {
             "timed_out": timed_out,
             "tail": report.tail,
             "blocked": blocked_json(&report.blocked),
+            "blocked_beyond": report.blocked_beyond,
             "setup_ms": ms,
         });
-        let message = format!("{why}{}", blocked_text(&report.blocked));
+        let message = format!(
+            "{why}{}",
+            blocked_text(&report.blocked, report.blocked_beyond)
+        );
         self.append_events(&[note(ENVIRONMENT_FAILED, message.clone(), data)])
             .await;
         let tail = report.tail.join("\n");
@@ -413,6 +429,33 @@ impl SessionTask {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn blocked_hosts_are_named_and_the_rest_counted() {
+        use ultraplan_runner::egress::BlockedAttempt;
+        let one = BlockedAttempt {
+            host: "127.0.0.1".to_owned(),
+            port: 9,
+            attempts: 2,
+        };
+        let cases = [
+            (vec![], 0, ""),
+            (
+                vec![one.clone()],
+                0,
+                " Blocked (not in the allow-list): 127.0.0.1:9.",
+            ),
+            (
+                vec![one],
+                5,
+                " Blocked (not in the allow-list): 127.0.0.1:9 (and 5 more attempts at hosts not \
+                 listed).",
+            ),
+        ];
+        for (blocked, beyond, want) in cases {
+            assert_eq!(super::blocked_text(&blocked, beyond), want);
+        }
+    }
+
     #[test]
     fn ages_read_like_a_person_would_say_them() {
         for (ms, want) in [

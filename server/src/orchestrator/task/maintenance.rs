@@ -68,13 +68,14 @@ impl SessionTask {
         let message = format!(
             "Environment maintained: maintenance took {:.1} s.{}",
             report.duration.as_secs_f64(),
-            blocked_text(&report.blocked)
+            blocked_text(&report.blocked, report.blocked_beyond)
         );
         let data = json!({
             "key": key,
             "phase": "maintenance",
             "maintenance_ms": ms,
             "blocked": blocked_json(&report.blocked),
+            "blocked_beyond": report.blocked_beyond,
         });
         self.append_events(&[note(ENVIRONMENT_READY, message, data)])
             .await;
