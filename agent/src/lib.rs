@@ -30,6 +30,7 @@ pub mod subagents;
 pub mod tools;
 pub mod workspace;
 pub mod workspace_copy;
+pub mod workspace_stamps;
 
 #[cfg(test)]
 mod test_support;

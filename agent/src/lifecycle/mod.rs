@@ -102,6 +102,9 @@ pub enum Input {
     /// The answer to [`Effect::CopyWorkspace`]: the copy is ready, or why it could not be
     /// made.
     WorkspaceCopied(Result<(), String>),
+    /// The answer to [`Effect::CheckWorkspace`]: what changed in the workspace while the
+    /// verifier ran (one `path (added|removed|changed)` line each).
+    WorkspaceChecked(Vec<String>),
 }
 
 /// Where a tool batch runs.
@@ -133,6 +136,9 @@ pub enum Effect {
     /// Copy the workspace for the verifier (see `crate::workspace_copy`) and set up its tools
     /// there; reply with [`Input::WorkspaceCopied`].
     CopyWorkspace,
+    /// The verifier is done: tell what changed in the workspace since the copy was made;
+    /// reply with [`Input::WorkspaceChecked`].
+    CheckWorkspace,
     /// The verifier is done: stop its commands and remove the copy.
     RemoveCopy,
     /// Send `done` with the total usage and exit with this code.
@@ -330,6 +336,7 @@ impl Agent {
             Input::ToolsDone { batch, outputs } => self.on_tools_done(batch, outputs, &mut out),
             Input::User(event) => self.on_user_event(event, &mut out),
             Input::WorkspaceCopied(result) => self.on_workspace_copied(result, &mut out),
+            Input::WorkspaceChecked(changes) => self.on_workspace_checked(changes, &mut out),
         }
         out
     }

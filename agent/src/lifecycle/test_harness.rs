@@ -124,7 +124,7 @@ pub(crate) fn emitted(effects: &[Effect]) -> Vec<EventBody> {
 
 /// A compact label per effect: `assistant`, `user`, `result:<subtype>`, `system`, `request`,
 /// `tools:<names>` (`copy-tools:<names>` in the verifier's copy), `copy`, `remove-copy`,
-/// `exit`.
+/// `check`, `exit`.
 pub(crate) fn labels(effects: &[Effect]) -> Vec<String> {
     effects
         .iter()
@@ -156,6 +156,7 @@ pub(crate) fn labels(effects: &[Effect]) -> Vec<String> {
             ),
             Effect::Exit { code } => format!("exit:{code}"),
             Effect::CopyWorkspace => "copy".to_owned(),
+            Effect::CheckWorkspace => "check".to_owned(),
             Effect::RemoveCopy => "remove-copy".to_owned(),
         })
         .collect()

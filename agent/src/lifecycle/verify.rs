@@ -55,6 +55,8 @@ pub(super) struct Run {
     task_id: Option<String>,
     /// The verifier was asked once more for its verdict.
     asked_again: bool,
+    /// Its verdict and the Task's answer, while the workspace is checked for changes.
+    pending: Option<(Verdict, Option<(String, ToolOutput)>)>,
 }
 
 /// What the successful Write, Edit and Bash calls in `messages` changed.
@@ -85,6 +87,40 @@ pub(super) fn verification_event(verdict: &Verdict) -> EventBody {
         message: Some(format!("Verification: {}", verdict.verdict.as_str())),
         data: json!({"verdict": verdict.verdict.as_str(), "evidence": verdict.evidence}),
     })
+}
+
+/// The most changed paths a verdict names.
+const NAMED_CHANGES: usize = 20;
+
+/// A verdict whose verifier changed the workspace it may only read: never a PASS, and the
+/// evidence says what changed (those changes are in the patch).
+pub(super) fn tampered(verdict: Verdict, changes: &[String]) -> Verdict {
+    if changes.is_empty() {
+        return verdict;
+    }
+    let mut named: Vec<&str> = changes
+        .iter()
+        .take(NAMED_CHANGES)
+        .map(String::as_str)
+        .collect();
+    let more = changes.len().saturating_sub(NAMED_CHANGES);
+    let more_text = format!("… and {more} more");
+    if more > 0 {
+        named.push(&more_text);
+    }
+    let outcome = match verdict.verdict {
+        VerdictOutcome::Pass => VerdictOutcome::Partial,
+        other => other,
+    };
+    Verdict {
+        verdict: outcome,
+        evidence: format!(
+            "{}\n\nThe verifier changed the workspace, which it may only read, so its verdict is \
+             at most PARTIAL. These changes are in the patch; review them:\n- {}",
+            verdict.evidence,
+            named.join("\n- ")
+        ),
+    }
 }
 
 fn partial(evidence: String) -> Verdict {
@@ -154,6 +190,7 @@ impl Agent {
             summary: summary.to_owned(),
             task_id: None,
             asked_again: false,
+            pending: None,
         });
         self.phase = Phase::Verifying;
         out.push(Effect::CopyWorkspace);
@@ -272,7 +309,20 @@ impl Agent {
         };
         let report = child.report(finish, self.now_ms, self.config.context.spill_chars);
         out.push(Effect::Emit(report.event()));
-        self.conclude(verdict, Some((task_id.to_owned(), report.output())), out);
+        // Its Bash could reach the workspace by its absolute path: check before concluding.
+        if let Some(run) = &mut self.verification {
+            run.pending = Some((verdict, Some((task_id.to_owned(), report.output()))));
+        }
+        out.push(Effect::CheckWorkspace);
+    }
+
+    /// The runtime told what changed in the workspace while the verifier ran.
+    pub(super) fn on_workspace_checked(&mut self, changes: Vec<String>, out: &mut Vec<Effect>) {
+        let Some((verdict, task)) = self.verification.as_mut().and_then(|r| r.pending.take())
+        else {
+            return tracing::warn!("ignoring a workspace check nobody waits for");
+        };
+        self.conclude(tampered(verdict, &changes), task, out);
     }
 
     /// Logs the verdict, answers the harness's Task call, and ends the session with the

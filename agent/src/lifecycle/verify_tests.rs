@@ -77,6 +77,15 @@ const CONCLUDED: [&str; 6] = [
     "exit:0",
 ];
 
+/// Answers the workspace check the verifier's end asks for (nothing changed) and returns
+/// every effect but the check itself.
+fn checked(agent: &mut Agent, mut effects: Vec<Effect>) -> Vec<Effect> {
+    assert_eq!(labels(&effects).last().map(String::as_str), Some("check"));
+    effects.pop();
+    effects.extend(agent.handle(Input::WorkspaceChecked(Vec::new())));
+    effects
+}
+
 #[test]
 fn a_changing_execution_is_verified_in_the_copy_then_ends() {
     // The execution spends its whole budget of two turns; the verifier has its own.
@@ -130,6 +139,7 @@ fn a_changing_execution_is_verified_in_the_copy_then_ends() {
     let id = request_id(&effects);
     let report = "Ran `sh test.sh`: exit code 1 (test_greet fails).\nVERDICT: FAIL";
     let effects = model(&mut agent, &id, say(report));
+    let effects = checked(&mut agent, effects);
     assert_eq!(labels(&effects)[1..], CONCLUDED);
     assert_eq!(systems(&effects)[0].subtype, TASK_FINISHED);
     let want = Verdict {
@@ -250,6 +260,7 @@ fn a_report_without_a_verdict_is_asked_for_one_once() {
         let (id, request) = requests(&effects).remove(0);
         assert_eq!(text_of(last_message(&request)), VERDICT_NUDGE);
         let effects = model(&mut agent, &id, say(second));
+        let effects = checked(&mut agent, effects);
         assert_eq!(labels(&effects)[1..], CONCLUDED, "{second}");
         let verdict = verdict_of(&effects).expect("verdict");
         assert_eq!(verdict.verdict, outcome, "{second}");
@@ -272,6 +283,7 @@ fn a_failing_verifier_or_copy_gives_partial() {
         message: "overloaded".into(),
     };
     let effects = model(&mut agent, &request_id(&effects), Err(error));
+    let effects = checked(&mut agent, effects);
     assert_eq!(labels(&effects), CONCLUDED);
     let verdict = verdict_of(&effects).expect("verdict");
     assert_eq!(verdict.verdict, VerdictOutcome::Partial);
@@ -302,6 +314,7 @@ fn a_failing_verifier_or_copy_gives_partial() {
             outputs: vec![ToolOutput::ok("a")],
         });
     }
+    let effects = checked(&mut agent, effects);
     assert_eq!(labels(&effects)[1..], CONCLUDED);
     let verdict = verdict_of(&effects).expect("verdict");
     assert_eq!(verdict.verdict, VerdictOutcome::Partial);
@@ -381,6 +394,62 @@ fn a_verification_cut_short_by_a_restart_runs_again_unless_its_verdict_was_logge
         if want == ["copy"] {
             let effects = agent.handle(Input::WorkspaceCopied(Err("x".into())));
             assert_eq!(result_text(&effects).as_deref(), Some(SUMMARY));
+        }
+    }
+}
+
+#[test]
+fn a_verifier_that_changed_the_workspace_never_passes() {
+    let (mut agent, effects) = verifier_started(10);
+    let effects = model(
+        &mut agent,
+        &request_id(&effects),
+        say("All good.\nVERDICT: PASS"),
+    );
+    assert_eq!(labels(&effects).last().map(String::as_str), Some("check"));
+    let changes = vec!["src/lib.rs (changed)".to_owned()];
+    let effects = agent.handle(Input::WorkspaceChecked(changes));
+    assert_eq!(labels(&effects), CONCLUDED[1..]);
+    let verdict = verdict_of(&effects).expect("verdict");
+    assert_eq!(verdict.verdict, VerdictOutcome::Partial);
+    assert!(
+        verdict.evidence.starts_with("All good."),
+        "{}",
+        verdict.evidence
+    );
+    assert!(
+        verdict.evidence.contains("- src/lib.rs (changed)"),
+        "{}",
+        verdict.evidence
+    );
+    assert!(
+        agent.handle(Input::WorkspaceChecked(Vec::new())).is_empty(),
+        "answered once"
+    );
+}
+
+#[test]
+fn tampering_caps_a_pass_and_names_at_most_twenty_paths() {
+    let verdict = |outcome| Verdict {
+        verdict: outcome,
+        evidence: "e".into(),
+    };
+    let many: Vec<String> = (0..25).map(|n| format!("f{n} (added)")).collect();
+    for (outcome, changes, want) in [
+        (VerdictOutcome::Pass, Vec::new(), VerdictOutcome::Pass),
+        (VerdictOutcome::Pass, many.clone(), VerdictOutcome::Partial),
+        (VerdictOutcome::Fail, many.clone(), VerdictOutcome::Fail),
+        (
+            VerdictOutcome::Partial,
+            many.clone(),
+            VerdictOutcome::Partial,
+        ),
+    ] {
+        let got = super::verify::tampered(verdict(outcome), &changes);
+        assert_eq!(got.verdict, want);
+        if !changes.is_empty() {
+            assert!(got.evidence.contains("f19 (added)") && !got.evidence.contains("f20 (added)"));
+            assert!(got.evidence.contains("… and 5 more"), "{}", got.evidence);
         }
     }
 }

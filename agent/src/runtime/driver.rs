@@ -21,7 +21,8 @@ use crate::conversation::result_event;
 use crate::lifecycle::{Agent, ERROR_DURING_EXECUTION, Effect, Input, ToolRoot};
 use crate::tools::{ToolOutput, ToolRegistry};
 use crate::workspace::Workspace;
-use crate::workspace_copy::{CopyLimits, WorkspaceCopy, copy_workspace};
+use crate::workspace_copy::{CopyLimits, MAX_COPY_ENTRIES, WorkspaceCopy, copy_workspace};
+use crate::workspace_stamps::{Stamps, changed, stamps};
 
 /// Interval between heartbeats.
 pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
@@ -71,7 +72,7 @@ async fn open(rx: &mut UnboundedReceiver<Incoming>) -> Result<Opened, HandshakeE
             }
             Some(Incoming::Frame(Err(e))) => return Err(HandshakeError::Read(e)),
             Some(Incoming::OutputClosed) | None => return Err(HandshakeError::OutputClosed),
-            Some(Incoming::Tools { .. } | Incoming::Copied(_)) => {}
+            Some(Incoming::Tools { .. } | Incoming::Copied(..) | Incoming::Checked(_)) => {}
         }
     }
 }
@@ -113,6 +114,7 @@ async fn start(
                 env: env.clone(),
                 config,
                 verifier: None,
+                stamps: None,
             };
             let ended = session.run(rx).await;
             // Whatever ended the session (exit, stop, broken pipes), no command outlives it,
@@ -146,6 +148,8 @@ struct Session {
     config: AgentConfig,
     /// The verifier's copy of the workspace and the tools working in it.
     verifier: Option<(WorkspaceCopy, Arc<ToolExec>)>,
+    /// The workspace as it was when the verifier's copy was made.
+    stamps: Option<Stamps>,
 }
 
 /// What to do with an incoming item.
@@ -203,6 +207,7 @@ impl Session {
                 }
                 Effect::RunTools { batch, calls, root } => self.run_tools(batch, calls, root),
                 Effect::CopyWorkspace => self.copy_workspace(),
+                Effect::CheckWorkspace => self.check_workspace(),
                 Effect::RemoveCopy => self.remove_copy(),
                 Effect::Exit { code } => return Some(code),
             }
@@ -239,11 +244,34 @@ impl Session {
         let tx = self.tx.clone();
         tokio::spawn(async move {
             let copied = tokio::task::spawn_blocking(move || {
-                copy_workspace(&root, &base, CopyLimits::default()).map_err(|e| e.to_string())
+                let stamps = stamps(&root, MAX_COPY_ENTRIES);
+                let copy =
+                    copy_workspace(&root, &base, CopyLimits::default()).map_err(|e| e.to_string());
+                (copy, stamps)
             })
             .await
-            .unwrap_or_else(|e| Err(format!("the copy failed unexpectedly: {e}")));
-            let _ = tx.send(Incoming::Copied(copied));
+            .unwrap_or_else(|e| (Err(format!("the copy failed unexpectedly: {e}")), None));
+            let _ = tx.send(Incoming::Copied(copied.0, copied.1));
+        });
+    }
+
+    /// Tells what changed in the workspace since the copy was made; the answer comes back as
+    /// [`Incoming::Checked`]. Nothing is told when either look could not be taken whole.
+    fn check_workspace(&mut self) {
+        let before = self.stamps.take();
+        let root = self.env.workspace.clone();
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let changes = tokio::task::spawn_blocking(move || {
+                let after = stamps(&root, MAX_COPY_ENTRIES);
+                match (before, after) {
+                    (Some(before), Some(after)) => changed(&before, &after),
+                    _ => Vec::new(),
+                }
+            })
+            .await
+            .unwrap_or_default();
+            let _ = tx.send(Incoming::Checked(changes));
         });
     }
 
@@ -289,7 +317,11 @@ impl Session {
             }
             Incoming::Tools { batch, outputs } => Next::Feed(Input::ToolsDone { batch, outputs }),
             Incoming::OutputClosed => Next::End(Outcome::failed(1, "stdout closed"), false),
-            Incoming::Copied(copied) => Next::Feed(self.verifier_ready(copied)),
+            Incoming::Copied(copied, stamps) => {
+                self.stamps = stamps;
+                Next::Feed(self.verifier_ready(copied))
+            }
+            Incoming::Checked(changes) => Next::Feed(Input::WorkspaceChecked(changes)),
         }
     }
 }

@@ -30,8 +30,14 @@ pub enum Incoming {
     },
     /// Stdout cannot be written any more.
     OutputClosed,
-    /// The workspace copy for the verifier is ready, or why it is not.
-    Copied(Result<WorkspaceCopy, String>),
+    /// The workspace copy for the verifier is ready, or why it is not; with the workspace's
+    /// stamps taken just before (`None` when it could not be read whole).
+    Copied(
+        Result<WorkspaceCopy, String>,
+        Option<crate::workspace_stamps::Stamps>,
+    ),
+    /// What changed in the workspace since the copy (see [`crate::workspace_stamps`]).
+    Checked(Vec<String>),
 }
 
 /// Where the agent runs.

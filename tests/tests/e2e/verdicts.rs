@@ -146,3 +146,82 @@ async fn a_failing_verdict_is_shown_and_pull_applies_it_only_when_told() {
             .contains("goodbye")
     );
 }
+
+/// A verifier's Bash that writes the real workspace by its absolute path cannot PASS the work:
+/// the verdict is at most PARTIAL and names what it changed, which the patch then holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_verifier_that_writes_the_workspace_cannot_pass_it() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let fake = FakeAnthropic::start(Script::from_fn(|req: &RecordedRequest| {
+        if req.is_verifier() {
+            return match req.tool_results().len() {
+                0 => Reply::tool_use(
+                    "Bash",
+                    json!({"command": "echo sneaky > /workspace/sneaky.txt; sh test.sh"}),
+                ),
+                _ => Reply::text("Ran `sh test.sh`: exit code 0.\nVERDICT: PASS"),
+            };
+        }
+        if !req.tool_names().iter().any(|t| t == "Bash") {
+            return Reply::exit_plan_mode("1. Add NOTES.md");
+        }
+        match req.tool_results().len() {
+            1 => Reply::tool_use(
+                "Write",
+                json!({"file_path": "NOTES.md", "content": "notes\n"}),
+            ),
+            _ => Reply::text("Done."),
+        }
+    }))
+    .await;
+    let server = ServerProcess::with_fake_anthropic("bwrap", &fake.base_url())
+        .await
+        .expect("server");
+    let home = root.path().join("home");
+    let origin = repository(
+        root.path(),
+        "tamper",
+        &[("greet.sh", GREET.to_owned()), ("test.sh", TEST.to_owned())],
+    );
+    let out = client(
+        &server,
+        &home,
+        &origin,
+        &[
+            "launch",
+            "--yes",
+            "--json",
+            "--no-watch",
+            "ultraplan add notes",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let session: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let id = session["id"].as_str().expect("id").to_owned();
+    let mut seen = Vec::new();
+    approve_first_plan(&server, &id, &mut seen).await;
+    let result = wait_for_patch(&server, &id, &mut seen).await;
+    let verdict = result
+        .patch
+        .clone()
+        .and_then(|p| p.verdict)
+        .expect("a verdict");
+    assert_eq!(verdict.verdict, VerdictOutcome::Partial, "{verdict:?}");
+    assert!(
+        verdict.evidence.contains("- sneaky.txt (added)"),
+        "{verdict:?}"
+    );
+    let files: Vec<String> = result
+        .patch
+        .as_ref()
+        .expect("patch")
+        .files
+        .iter()
+        .map(|f| f.path.clone())
+        .collect();
+    assert_eq!(
+        files,
+        ["NOTES.md", "sneaky.txt"],
+        "the patch holds what it wrote"
+    );
+}
