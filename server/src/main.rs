@@ -317,6 +317,14 @@ enum SecretCommand {
         user: String,
         name: String,
     },
+    /// Re-seal every user's secrets under a new key file (made, mode 0600, when absent); then
+    /// point every replica's --secrets-key-file at it and restart them. Run it again after the
+    /// restart to pick up values set under the old key meanwhile.
+    RotateKey {
+        /// The new key file.
+        #[arg(long)]
+        new_key_file: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]

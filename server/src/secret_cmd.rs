@@ -31,7 +31,45 @@ pub async fn run(config: &Config, command: SecretCommand) -> anyhow::Result<()> 
             secrets.delete(&owner, &name).await?;
             eprintln!("Deleted secret {name} of {user}.");
         }
+        SecretCommand::RotateKey { new_key_file } => {
+            rotate(store, &config.secrets_key_file, new_key_file).await?;
+        }
     }
+    Ok(())
+}
+
+async fn rotate(
+    store: &dyn Store,
+    old_path: &std::path::Path,
+    new_path: std::path::PathBuf,
+) -> anyhow::Result<()> {
+    let same = match (old_path.canonicalize(), new_path.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => old_path == new_path,
+    };
+    if same {
+        bail!("the new key file is the one in use; name another file");
+    }
+    let old = KeyFile::new(old_path.to_path_buf());
+    let new = KeyFile::new(new_path.clone());
+    let rotation = ultraplan_server::secrets::rotate_key(store, &old, &new).await?;
+    eprintln!(
+        "Re-sealed {} secret(s) under {} ({} already were).",
+        rotation.resealed,
+        new_path.display(),
+        rotation.already
+    );
+    if !rotation.unreadable.is_empty() {
+        bail!(
+            "neither key opens these secrets, left as they are: {}",
+            rotation.unreadable.join(", ")
+        );
+    }
+    eprintln!(
+        "Now point every replica's --secrets-key-file (ULTRAPLAN_SECRETS_KEY_FILE) at {} and \
+         restart them, then run this again to pick up values set under the old key meanwhile.",
+        new_path.display()
+    );
     Ok(())
 }
 

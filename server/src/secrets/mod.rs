@@ -138,6 +138,59 @@ impl Secrets {
     }
 }
 
+/// What re-sealing every secret under a new key did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Rotation {
+    /// Secrets moved from the old key to the new one.
+    pub resealed: usize,
+    /// Secrets the new key opens already (an earlier, interrupted rotation).
+    pub already: usize,
+    /// `owner/name` of secrets neither key opens (left as they are).
+    pub unreadable: Vec<String>,
+}
+
+/// Re-seal every stored secret from `old` to `new` (the operator then points every replica
+/// at the new key file). Rows the new key opens are skipped, so running it again finishes an
+/// interrupted rotation and picks up values set under the old key meanwhile; a value set
+/// while its row is being re-sealed is never overwritten (the swap is conditional).
+pub async fn rotate_key(
+    store: &dyn Store,
+    old: &KeyFile,
+    new: &KeyFile,
+) -> Result<Rotation, SecretsError> {
+    let (old, new) = (old.cipher()?, new.cipher()?);
+    let mut rotation = Rotation::default();
+    for row in store.all_sealed_secrets().await? {
+        let owner = row.owner_id.clone();
+        let sealed = Sealed {
+            nonce: row.nonce.clone(),
+            ciphertext: row.ciphertext.clone(),
+        };
+        if new.open(&owner, &row.name, &sealed).is_ok() {
+            rotation.already += 1;
+            continue;
+        }
+        let Ok(plain) = old.open(&owner, &row.name, &sealed) else {
+            rotation.unreadable.push(format!("{owner}/{}", row.name));
+            continue;
+        };
+        let fresh = new.seal(&owner, &row.name, &plain)?;
+        if store
+            .reseal_secret(&row, &fresh.nonce, &fresh.ciphertext)
+            .await?
+        {
+            rotation.resealed += 1;
+        }
+    }
+    tracing::info!(
+        resealed = rotation.resealed,
+        already = rotation.already,
+        unreadable = rotation.unreadable.len(),
+        "secrets re-sealed under a new key"
+    );
+    Ok(rotation)
+}
+
 fn check_name(name: &str) -> Result<(), SecretsError> {
     match secret_names::name_problem(name) {
         Some(problem) => Err(SecretsError::InvalidName(problem)),

@@ -164,6 +164,16 @@ pub trait Store: Send + Sync + 'static {
     async fn secret_names(&self, owner_id: &str) -> StoreResult<Vec<(String, i64)>>;
     /// Delete `owner_id`'s secret `name`; `false` when there was none.
     async fn delete_secret(&self, owner_id: &str, name: &str) -> StoreResult<bool>;
+    /// Every owner's secrets, sealed (for re-sealing them under a new key).
+    async fn all_sealed_secrets(&self) -> StoreResult<Vec<SecretRow>>;
+    /// Replace `old`'s sealed value with `nonce` and `ciphertext` if it is still exactly
+    /// `old` (a value set meanwhile is left alone); `true` when replaced.
+    async fn reseal_secret(
+        &self,
+        old: &SecretRow,
+        nonce: &[u8],
+        ciphertext: &[u8],
+    ) -> StoreResult<bool>;
     /// Those of `owner_id`'s secrets among `names` that exist, sealed, by name.
     async fn sealed_secrets(&self, owner_id: &str, names: &[String])
     -> StoreResult<Vec<SecretRow>>;

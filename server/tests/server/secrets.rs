@@ -17,6 +17,7 @@ use crate::support::{Backend, TestServer, both, on_both_backends, test_db};
 on_both_backends!(
     secrets_are_stored_replaced_listed_and_deleted_per_owner,
     values_for_names_every_missing_secret,
+    a_new_key_reseals_every_secret_once,
 );
 
 fn row(owner: &str, name: &str, byte: u8, at: i64) -> SecretRow {
@@ -403,6 +404,45 @@ both!(
             Some("from-stdin")
         );
 
+        // Rotation: everything is re-sealed under the new file, which the commands then use.
+        let new_key = db.dir.path().join("new.key");
+        let new_arg = new_key.to_str().expect("utf-8 path");
+        let same = cli(
+            &[
+                "secret",
+                "rotate-key",
+                "--new-key-file",
+                data_dir.join("secrets.key").to_str().expect("utf-8"),
+            ],
+            "",
+        );
+        assert!(!same.status.success(), "refuses the key in use");
+        let rotated = cli(&["secret", "rotate-key", "--new-key-file", new_arg], "");
+        assert!(rotated.status.success(), "{}", text(&rotated.stderr));
+        assert!(
+            text(&rotated.stderr).contains("Re-sealed 1 secret(s)"),
+            "{}",
+            text(&rotated.stderr)
+        );
+        let mode = std::fs::metadata(&new_key)
+            .expect("made")
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+        let new_key = Arc::new(KeyFile::new(new_key.clone()));
+        let store = ultraplan_server::store::connect(&db_url)
+            .await
+            .expect("connect");
+        let values = Secrets::new(store, new_key)
+            .values_for(&ada, &["PIP_TOKEN".to_owned()])
+            .await
+            .expect("opens under the new key");
+        assert_eq!(
+            values.get("PIP_TOKEN").map(String::as_str),
+            Some("from-stdin")
+        );
+
         let removed = cli(&["secret", "rm", "--user", "ada", "PIP_TOKEN"], "");
         assert!(removed.status.success(), "{}", text(&removed.stderr));
         let again = cli(&["secret", "rm", "--user", "ada", "PIP_TOKEN"], "");
@@ -455,3 +495,69 @@ both!(
         );
     }
 );
+
+async fn a_new_key_reseals_every_secret_once(store: Arc<dyn Store>) {
+    use ultraplan_server::secrets::{Rotation, rotate_key};
+    let dir = tempfile::tempdir().expect("dir");
+    let old = Arc::new(KeyFile::new(dir.path().join("old.key")));
+    let new = Arc::new(KeyFile::new(dir.path().join("new.key")));
+    let ada = store.create_user("ada").await.expect("user").id;
+    let bob = store.create_user("bob").await.expect("user").id;
+    let before = Secrets::new(store.clone(), old.clone());
+    before
+        .set(&ada, "PIP_TOKEN", "pip-value")
+        .await
+        .expect("set");
+    before.set(&bob, "GH_TOKEN", "bob's").await.expect("set");
+
+    let rotation = rotate_key(store.as_ref(), &old, &new)
+        .await
+        .expect("rotate");
+    assert_eq!(
+        rotation,
+        Rotation {
+            resealed: 2,
+            already: 0,
+            unreadable: Vec::new()
+        }
+    );
+    let after = Secrets::new(store.clone(), new.clone());
+    let pip = after
+        .values_for(&ada, &["PIP_TOKEN".to_owned()])
+        .await
+        .expect("opens");
+    assert_eq!(pip.get("PIP_TOKEN").map(String::as_str), Some("pip-value"));
+    let gh = after
+        .values_for(&bob, &["GH_TOKEN".to_owned()])
+        .await
+        .expect("opens");
+    assert_eq!(gh.get("GH_TOKEN").map(String::as_str), Some("bob's"));
+    let stale = before.values_for(&ada, &["PIP_TOKEN".to_owned()]).await;
+    assert!(
+        matches!(stale, Err(SecretsError::Unreadable(_))),
+        "{stale:?}"
+    );
+
+    // A value set under the old key meanwhile is picked up by running it again; a row neither
+    // key opens is reported and left alone.
+    before.set(&ada, "NPM_TOKEN", "npm").await.expect("set");
+    let stranger = Arc::new(KeyFile::new(dir.path().join("other.key")));
+    Secrets::new(store.clone(), stranger)
+        .set(&bob, "ODD", "x")
+        .await
+        .expect("set");
+    let rotation = rotate_key(store.as_ref(), &old, &new).await.expect("again");
+    assert_eq!(
+        rotation,
+        Rotation {
+            resealed: 1,
+            already: 2,
+            unreadable: vec![format!("{bob}/ODD")]
+        }
+    );
+    let npm = after
+        .values_for(&ada, &["NPM_TOKEN".to_owned()])
+        .await
+        .expect("opens");
+    assert_eq!(npm.get("NPM_TOKEN").map(String::as_str), Some("npm"));
+}

@@ -171,6 +171,17 @@ impl Store for CachedStore {
     async fn delete_secret(&self, owner_id: &str, name: &str) -> StoreResult<bool> {
         self.inner.delete_secret(owner_id, name).await
     }
+    async fn all_sealed_secrets(&self) -> StoreResult<Vec<SecretRow>> {
+        self.inner.all_sealed_secrets().await
+    }
+    async fn reseal_secret(
+        &self,
+        old: &SecretRow,
+        nonce: &[u8],
+        ciphertext: &[u8],
+    ) -> StoreResult<bool> {
+        self.inner.reseal_secret(old, nonce, ciphertext).await
+    }
     async fn sealed_secrets(
         &self,
         owner_id: &str,

@@ -116,6 +116,19 @@ impl<B: Backend> Store for B {
         secrets::delete(&mut *self.pool(), owner_id, name).await
     }
 
+    async fn all_sealed_secrets(&self) -> StoreResult<Vec<SecretRow>> {
+        secrets::all(&mut *self.pool()).await
+    }
+
+    async fn reseal_secret(
+        &self,
+        old: &SecretRow,
+        nonce: &[u8],
+        ciphertext: &[u8],
+    ) -> StoreResult<bool> {
+        secrets::reseal(&mut *self.pool(), old, nonce, ciphertext).await
+    }
+
     async fn sealed_secrets(
         &self,
         owner_id: &str,

@@ -70,6 +70,42 @@ pub async fn sealed(
     Ok(found)
 }
 
+/// Every row, by owner then name.
+pub async fn all(c: &mut dyn Conn) -> StoreResult<Vec<SecretRow>> {
+    let sql = "SELECT owner_id, name, nonce, ciphertext, created_at, updated_at FROM secrets";
+    let rows = c.fetch_all(sql, &[]).await?;
+    let mut found = rows
+        .iter()
+        .map(secret_row)
+        .collect::<StoreResult<Vec<_>>>()?;
+    found.sort_by(|a, b| (&a.owner_id, &a.name).cmp(&(&b.owner_id, &b.name)));
+    Ok(found)
+}
+
+/// Swap a row's sealed value if it is still the one `old` read (same nonce and time).
+pub async fn reseal(
+    c: &mut dyn Conn,
+    old: &SecretRow,
+    nonce: &[u8],
+    ciphertext: &[u8],
+) -> StoreResult<bool> {
+    let changed = c
+        .execute(
+            "UPDATE secrets SET nonce = $3, ciphertext = $4
+             WHERE owner_id = $1 AND name = $2 AND nonce = $5 AND updated_at = $6",
+            &[
+                Text(&old.owner_id),
+                Text(&old.name),
+                Bytes(nonce),
+                Bytes(ciphertext),
+                Bytes(&old.nonce),
+                old.updated_at.into(),
+            ],
+        )
+        .await?;
+    Ok(changed == 1)
+}
+
 fn secret_row(r: &Row) -> StoreResult<SecretRow> {
     Ok(SecretRow {
         owner_id: r.text("owner_id")?,
