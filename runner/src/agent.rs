@@ -142,6 +142,7 @@ async fn start(
         environment: None,
         purpose: Default::default(),
         base_image: None,
+        agent_egress: None,
     };
     let process = ctx
         .sandbox

@@ -40,6 +40,9 @@ pub fn setup(
     }
     let docs = project_docs::load(&workspace);
     let executing = settings.mode == AgentMode::Execute;
+    if executing {
+        relay_egress();
+    }
     let subagents = (!executing && prompts::variant_spec(settings.prompt_variant).subagents)
         .then(|| subagents::load(&workspace));
     let rebuilt = rebuild(transcript);
@@ -79,6 +82,25 @@ pub fn setup(
         subagents,
     });
     Ok((agent, exec))
+}
+
+/// An executing agent whose environment lets it reach the network finds the runner's egress
+/// socket bound into its sandbox: relay a loopback port to it and give Bash's commands the
+/// proxy (docs/ARCHITECTURE.md §6.5). Without the socket there is no network at all.
+fn relay_egress() {
+    use ultraplan_protocol::environment::{EGRESS_RELAY_PORT, EGRESS_SOCKET_MOUNT};
+    let socket = Path::new(EGRESS_SOCKET_MOUNT);
+    if !socket.exists() {
+        return;
+    }
+    match crate::setup::relay::start(EGRESS_RELAY_PORT, socket.to_path_buf()) {
+        Ok(addr) => {
+            let _ = crate::tools::bash::process::PROXY.set(format!("http://{addr}"));
+        }
+        Err(error) => {
+            tracing::warn!(%error, "cannot relay the egress socket; commands get no network")
+        }
+    }
 }
 
 #[cfg(test)]

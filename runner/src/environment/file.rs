@@ -32,6 +32,9 @@ pub struct EnvironmentFile {
     pub lock_files: Vec<String>,
     /// Commands that test the project, for the verifier.
     pub verify: Vec<String>,
+    /// Who the executing agent's Bash may reach (same entries as setup's); empty for none,
+    /// the default.
+    pub agent_network: Vec<String>,
     /// A Docker image present on the runner's engine to build on instead of the host's
     /// toolchain (`[base] image`); `None` for the host.
     pub base_image: Option<String>,
@@ -120,13 +123,6 @@ pub fn parse(text: &str) -> Result<EnvironmentFile, FileError> {
         Some(network) => network.entries("[agent] network")?,
         None => Vec::new(),
     };
-    if !agent_network.is_empty() {
-        return Err(FileError(
-            "[agent] network: the agent phase runs without a network (\"none\"); setup is \
-             where dependencies are fetched"
-                .to_owned(),
-        ));
-    }
     let setup = raw.setup.unwrap_or_default();
     let file = EnvironmentFile {
         setup_network: match setup.network {
@@ -143,6 +139,7 @@ pub fn parse(text: &str) -> Result<EnvironmentFile, FileError> {
         lock_files: lock_files(setup.lock_files)?,
         verify: commands("[verify] commands", raw.verify.unwrap_or_default().commands)?,
         base_image,
+        agent_network,
     };
     Ok(file)
 }

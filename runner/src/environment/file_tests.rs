@@ -65,11 +65,7 @@ fn refusals_say_what_to_change() {
             "[setup]\nlock_files = [\"/etc/passwd\"]",
             "relative path inside",
         ),
-        (
-            "[agent]\nnetwork = [\"pypi.org\"]",
-            "runs without a network",
-        ),
-        ("[agent]\nnetwork = \"all\"", "runs without a network"),
+        ("[agent]\nnetwork = \"some\"", "is not a network policy"),
         (
             "[base]\nimage = \"-v /:/host\"",
             "not a Docker image reference",
@@ -114,6 +110,12 @@ commands = ["python3 -m pytest -q"]
     assert_eq!(file.maintenance, vec!["git pull"]);
     assert_eq!(file.verify, vec!["python3 -m pytest -q"]);
     assert_eq!(file.base_image, None, "host");
+    assert!(
+        file.agent_network.is_empty(),
+        "the agent has no network by default"
+    );
+    let open = parse("[agent]\nnetwork = [\"pypi.org:443\"]").expect("agent allow-list");
+    assert_eq!(open.agent_network, ["pypi.org:443"]);
     let image =
         parse("[base]\nimage = \"registry.local:5000/team/py@sha256:ab12\"").expect("image");
     assert_eq!(

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 
 pub use cache::{EnvironmentCache, Lease, SnapshotMeta};
 pub use file::{ENVIRONMENT_FILE, EnvironmentFile, FileError};
-pub use setup::{SetupEnd, SetupReport, SetupRun};
+pub use setup::{SetupEnd, SetupReport, SetupRun, start_proxy};
 
 use crate::sandbox::{Sandbox, SandboxError};
 

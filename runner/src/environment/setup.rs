@@ -84,6 +84,7 @@ pub async fn run(
             egress: proxy.as_ref().map(|(_, socket)| socket.clone()),
         },
         base_image: run.base_image.clone(),
+        agent_egress: None,
     };
     let input = SetupInput {
         commands: run.commands.clone(),
@@ -110,8 +111,9 @@ pub async fn run(
     })
 }
 
-/// The proxy for a policy that lets anything out, on a socket of its own.
-fn start_proxy(policy: &NetworkPolicy) -> Result<Option<(EgressProxy, PathBuf)>, SandboxError> {
+/// The proxy for a policy that lets anything out, on a socket of its own (`None` for a policy
+/// that lets nothing out).
+pub fn start_proxy(policy: &NetworkPolicy) -> Result<Option<(EgressProxy, PathBuf)>, SandboxError> {
     if matches!(policy, NetworkPolicy::None) {
         return Ok(None);
     }

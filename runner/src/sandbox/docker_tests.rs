@@ -15,6 +15,7 @@ fn containers_are_locked_down() {
         environment: None,
         purpose: Default::default(),
         base_image: None,
+        agent_egress: None,
     };
     let spec = container_spec(&req, "ultraplan-agent:abc", "inst1");
     let host = spec.host_config.clone().expect("host config");
@@ -106,6 +107,7 @@ fn a_base_image_replaces_the_agent_image_and_the_host_toolchain() {
         environment: Some(PathBuf::from("/data/env/k/tree")),
         purpose: Default::default(),
         base_image: Some("sha256:feed".into()),
+        agent_egress: None,
     };
     let toolchain = ["/usr".to_owned()];
     let spec = container_spec_with(&req, "ultraplan-agent:abc", "inst1", &toolchain, 0);

@@ -24,6 +24,7 @@ pub(super) async fn bwrap(agent_binary: &Path) -> Result<(), String> {
         environment: None,
         purpose: Default::default(),
         base_image: None,
+        agent_egress: None,
     };
     let process = bwrap::spawn_with_args(&req, &["--version"]).map_err(|e| e.to_string())?;
     let (stdin, _stdout, mut stderr, mut control) =

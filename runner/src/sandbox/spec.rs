@@ -71,6 +71,9 @@ pub struct SandboxRequest {
     /// A Docker image (its id) the sandbox is made from instead of the agent's own image and
     /// the host's toolchain: an environment's `[base] image` (Docker only).
     pub base_image: Option<String>,
+    /// The egress proxy's host socket for an executing agent whose environment lets it reach
+    /// the network (bound at [`EGRESS_SOCKET_MOUNT`] like setup's).
+    pub agent_egress: Option<PathBuf>,
 }
 
 /// What a sandbox runs.
@@ -95,7 +98,7 @@ impl SandboxRequest {
     pub fn egress(&self) -> Option<&Path> {
         match &self.purpose {
             Purpose::Setup { egress } => egress.as_deref(),
-            Purpose::Agent => None,
+            Purpose::Agent => self.agent_egress.as_deref(),
         }
     }
 
@@ -305,6 +308,7 @@ mod tests {
             environment: None,
             purpose: Purpose::Agent,
             base_image: None,
+            agent_egress: None,
         }
     }
 

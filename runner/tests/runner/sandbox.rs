@@ -573,6 +573,7 @@ impl Fixture {
             environment: None,
             purpose: Default::default(),
             base_image: None,
+            agent_egress: None,
         }
     }
 }

@@ -147,10 +147,15 @@ pub fn check_definition(
         )));
     }
     let parsed = file::parse(definition).map_err(|e| EnvironmentError::InvalidDefinition(e.0))?;
-    if let Err(error) = NetworkPolicy::parse(&parsed.setup_network) {
-        return Err(EnvironmentError::InvalidDefinition(format!(
-            "[setup] network: {error}"
-        )));
+    for (what, entries) in [
+        ("[setup] network", &parsed.setup_network),
+        ("[agent] network", &parsed.agent_network),
+    ] {
+        if let Err(error) = NetworkPolicy::parse(entries) {
+            return Err(EnvironmentError::InvalidDefinition(format!(
+                "{what}: {error}"
+            )));
+        }
     }
     if !parsed.verify.is_empty() {
         return Err(EnvironmentError::InvalidDefinition(

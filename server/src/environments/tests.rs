@@ -15,7 +15,7 @@ fn definitions_are_checked_as_a_session_reads_them() {
         ),
         ("[setup]\nbogus = 1\n", false, Some("unknown field")),
         (
-            "[agent]\nnetwork = [\"*\"]\n",
+            "[agent]\nnetwork = [\"*\", \"x\"]\n",
             false,
             Some("[agent] network"),
         ),

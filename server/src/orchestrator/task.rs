@@ -1,6 +1,7 @@
 //! One session's task: queue for a slot, start the agent, pump until it ends.
 
 mod agent_loop;
+mod agent_network;
 mod calls;
 mod claim;
 mod environment;
@@ -70,6 +71,10 @@ struct SessionTask {
     environment: Option<ultraplan_runner::environment::Lease>,
     /// The Docker image (its id) the session's agents run in: its environment's `[base]`.
     base_image: Option<String>,
+    /// Who an executing agent may reach: its environment's `[agent] network`.
+    agent_network: ultraplan_runner::egress::NetworkPolicy,
+    /// The egress proxy serving the current executing agent, and its socket.
+    agent_proxy: Option<(ultraplan_runner::egress::EgressProxy, PathBuf)>,
 }
 
 /// How one agent's run ended.
@@ -114,6 +119,8 @@ pub async fn run(inner: Arc<Inner>, task: Task) {
         remote_patch: None,
         environment: None,
         base_image: None,
+        agent_network: ultraplan_runner::egress::NetworkPolicy::None,
+        agent_proxy: None,
     };
     if !task.pick_up(launch.resumed, claim.took_over).await {
         task.release(false).await;
@@ -219,6 +226,7 @@ impl SessionTask {
             Err(error) => Err(error),
         };
         inbox.abort();
+        self.stop_agent_proxy().await;
         if self.inner.runner.link_lost() && !self.lost {
             // The runner is gone, not the session: another runner resumes it from the log.
             self.handed_back = true;
@@ -275,6 +283,7 @@ impl SessionTask {
             .state
             .hub
             .notify(&self.session.id, self.session.last_event_id);
+        self.start_agent_proxy().await?;
         let request = SandboxRequest {
             session_id: self.session.id.clone(),
             workspace,
@@ -285,6 +294,7 @@ impl SessionTask {
             environment: self.environment.as_ref().map(|lease| lease.tree.clone()),
             purpose: Default::default(),
             base_image: self.base_image.clone(),
+            agent_egress: self.agent_proxy.as_ref().map(|(_, socket)| socket.clone()),
         };
         let lease = RemoteLaunch {
             epoch: self.lease.epoch,

@@ -125,7 +125,7 @@ both!(
             ),
             (
                 "x",
-                "[agent]\nnetwork = [\"*\"]\n",
+                "[agent]\nnetwork = [\"*\", \"x\"]\n",
                 "invalid_environment",
                 "[agent] network",
             ),

@@ -972,3 +972,73 @@ async fn a_base_image_is_where_setup_and_the_agents_run() {
     }
     let _ = Command::new("docker").args(["rmi", "-f", &image]).output();
 }
+
+/// `[agent] network`: the executing agent's Bash reaches the allow-listed host through the
+/// proxy, is refused the others, and the refused hosts are logged when it ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_allow_list_lets_bash_reach_only_the_listed_hosts() {
+    agent_allow_list("bwrap").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_allow_list_works_under_docker() {
+    agent_allow_list("docker").await;
+}
+
+async fn agent_allow_list(runner: &str) {
+    let root = tempfile::tempdir().expect("tempdir");
+    let index = package_index(root.path());
+    let unlisted = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let blocked_port = unlisted.local_addr().expect("addr").port();
+    let probe = format!(
+        "for port in {} {blocked_port}; do python3 -c \"import sys, urllib.request; \
+         urllib.request.urlopen(f'http://127.0.0.1:{{sys.argv[1]}}/', timeout=10); \
+         print('REACHED', sys.argv[1])\" $port 2>/dev/null || echo REFUSED $port; done",
+        index.port
+    );
+    let fake = FakeAnthropic::start(Script::from_fn(move |req: &RecordedRequest| {
+        if req.is_verifier() {
+            return Reply::text("Nothing to test.\nVERDICT: PASS");
+        }
+        if !req.tool_names().iter().any(|t| t == "Bash") {
+            return Reply::exit_plan_mode("1. Probe the network");
+        }
+        match req.tool_results().len() {
+            1 => Reply::tool_use("Bash", json!({"command": probe.clone()})),
+            _ => Reply::text("Done."),
+        }
+    }))
+    .await;
+    let server = ServerProcess::with_fake_anthropic(runner, &fake.base_url())
+        .await
+        .expect("server");
+    let file = format!(
+        "[setup]\ncommands = [\"true\"]\n[agent]\nnetwork = [\"127.0.0.1:{}\"]\n",
+        index.port
+    );
+    let home = root.path().join("home");
+    let repo = repository(
+        root.path(),
+        "agent-net",
+        &[(".ultraplan/environment.toml", file)],
+    );
+    let id = launch(&server, &home, &repo);
+    let mut seen = Vec::new();
+    approve_first_plan(&server, &id, &mut seen).await;
+    wait_for_patch(&server, &id, &mut seen).await;
+    let ran = bash_output(&seen, "REFUSED");
+    assert!(ran.contains(&format!("REACHED {}", index.port)), "{ran}");
+    assert!(ran.contains(&format!("REFUSED {blocked_port}")), "{ran}");
+    let note = seen
+        .iter()
+        .filter_map(|e| system(e, ENVIRONMENT_READY))
+        .find(|s| s.data["phase"] == "agent")
+        .and_then(|s| s.message.clone())
+        .unwrap_or_default();
+    assert!(
+        note.contains(&format!("127.0.0.1:{blocked_port}")),
+        "{seen:#?}"
+    );
+    drop(unlisted);
+    drop(index);
+}

@@ -32,11 +32,20 @@ pub const SHELL_ENV: [(&str, &str); 5] = [
 /// The environment of a command: [`SHELL_ENV`], and when a prepared environment is bound
 /// (`env_root`, from `ULTRAPLAN_ENV`), its programs first on `PATH` and its Python virtual
 /// environment active (docs/ARCHITECTURE.md §6.5).
+/// The egress relay's URL, once the runtime started one for an executing agent whose
+/// environment lets it reach the network; commands get it as their proxy.
+pub static PROXY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 pub fn shell_env(env_root: Option<&Path>) -> Vec<(String, String)> {
     let mut vars: Vec<(String, String)> = SHELL_ENV
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
+    if let Some(proxy) = PROXY.get() {
+        for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
+            vars.push((name.to_owned(), proxy.clone()));
+        }
+    }
     let Some(root) = env_root else {
         return vars;
     };

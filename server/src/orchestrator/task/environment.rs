@@ -86,6 +86,7 @@ impl SessionTask {
     ) -> Result<Readiness, String> {
         self.environment = None;
         self.base_image = None;
+        self.agent_network = NetworkPolicy::None;
         let bundle = self.bundle_path().await?;
         let (mut wanted, label) = match self.wanted(&bundle).await? {
             Ok(Some(found)) => found,
@@ -97,6 +98,13 @@ impl SessionTask {
                        linked runner, which does not build environments yet";
             return Ok(self.end_environment(why.to_owned()).await);
         };
+        match NetworkPolicy::parse(&wanted.file.agent_network) {
+            Ok(policy) => self.agent_network = policy,
+            Err(error) => {
+                let why = format!("{label}: [agent] network: {error}");
+                return Ok(self.end_environment(why).await);
+            }
+        }
         if let Some(reference) = wanted.file.base_image.clone() {
             match sandbox.image_id(&reference).await {
                 Ok(id) => {
