@@ -54,6 +54,10 @@ pub struct Eligibility {
     /// `PATCH` to continue). `false` from servers that predate it.
     #[serde(default)]
     pub resumable_bundle_uploads: bool,
+    /// The largest bundle archive the server accepts, in bytes, so a client can refuse a
+    /// larger one before sending it. Absent from servers that predate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bundle_bytes: Option<u64>,
 }
 
 /// `PUT /v1/bundles/{sha256}` response.

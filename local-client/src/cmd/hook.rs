@@ -76,6 +76,7 @@ async fn try_launch(env: &Env, input: &HookInput) -> anyhow::Result<(String, Str
         quiet: true,
         codec: ultraplan::bundle::Codec::negotiate(&eligibility.accepts_bundle_encodings),
         resumable: eligibility.resumable_bundle_uploads,
+        max_bundle_bytes: eligibility.max_bundle_bytes,
     };
     let launched = launch::run(env, &client, &settings, &request).await?;
     Ok((launched.session.title, launched.session.url))

@@ -38,6 +38,8 @@ pub struct Request {
     pub codec: Codec,
     /// The server takes resumable uploads: a large bundle survives a cut connection.
     pub resumable: bool,
+    /// The largest archive the server takes, when it says.
+    pub max_bundle_bytes: Option<u64>,
 }
 
 /// A created session.
@@ -98,6 +100,7 @@ pub async fn command(env: &Env, args: &LaunchArgs) -> anyhow::Result<ExitCode> {
         quiet: args.json,
         codec: Codec::negotiate(&eligibility.accepts_bundle_encodings),
         resumable: eligibility.resumable_bundle_uploads,
+        max_bundle_bytes: eligibility.max_bundle_bytes,
     };
     let launched = run(env, &client, &settings, &request).await?;
     if args.json {
@@ -225,6 +228,12 @@ async fn upload(
 ) -> anyhow::Result<()> {
     let quiet = request.quiet;
     let archive_bytes = std::fs::metadata(file).map_or(0, |m| m.len());
+    if let Some(max) = request.max_bundle_bytes.filter(|max| archive_bytes > *max) {
+        // Refused here, before a byte is sent: a server that refuses a body it has not read
+        // may close the connection before its answer can be read.
+        let why = format!("it takes at most {}", human_bytes(max));
+        bail!(too_large(bundle, archive_bytes, &why));
+    }
     let bar = ui::bytes_bar(archive_bytes, "Uploading", quiet);
     let progress_bar = bar.clone();
     let progress: launch::Progress = Arc::new(move |sent| progress_bar.set_position(sent));
@@ -233,7 +242,7 @@ async fn upload(
     if let Err(launch::UploadError::Api(error)) = &result
         && error.code() == Some("too_large")
     {
-        bail!(too_large(bundle, archive_bytes, error));
+        bail!(too_large(bundle, archive_bytes, &error.to_string()));
     }
     match result.context("uploading the bundle")? {
         Upload::Unchanged => ui::note(quiet, "bundle unchanged, not uploaded"),
@@ -247,9 +256,9 @@ async fn upload(
 
 /// What to say when the server refuses a bundle for its size: nothing was cut to fit, so
 /// the user decides what to leave out.
-fn too_large(bundle: &Bundle, archive_bytes: u64, error: &ultraplan::api::ApiError) -> String {
+fn too_large(bundle: &Bundle, archive_bytes: u64, why: &str) -> String {
     let mut message = format!(
-        "The bundle of {} is {} compressed, and the server refused it: {error}.\n\
+        "The bundle of {} is {} compressed, and the server refused it: {why}.\n\
          Nothing was sent in part. Leave large files out with a .ultraplanignore file at the \
          repository's root (the syntax of .gitignore; it also leaves out tracked files).",
         bundle.root.display(),
