@@ -109,6 +109,7 @@ pub async fn eligibility(
             flags: None,
             accepts_bundle_encodings: bundle_encodings(),
             resumable_bundle_uploads: true,
+            incremental_bundles: true,
         }));
     };
     let flags = crate::flags::for_user(&state.core, &user.id).await?;
@@ -145,6 +146,7 @@ pub async fn eligibility(
         flags: Some(flags.effective()),
         accepts_bundle_encodings: bundle_encodings(),
         resumable_bundle_uploads: true,
+        incremental_bundles: true,
     }))
 }
 
