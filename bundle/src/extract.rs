@@ -371,7 +371,11 @@ impl<'l> Extractor<'l> {
     }
 
     /// A symlink placed at `raw_path` under every rule an archive entry meets.
-    pub(crate) fn place_symlink(&mut self, raw_path: &[u8], target: &[u8]) -> Result<(), BundleError> {
+    pub(crate) fn place_symlink(
+        &mut self,
+        raw_path: &[u8],
+        target: &[u8],
+    ) -> Result<(), BundleError> {
         let shown = display_path(raw_path);
         self.count_entry(&shown)?;
         let Some(place) = self.locate(raw_path, false, &shown)? else {

@@ -118,7 +118,14 @@ pub fn ingest_bundle_as<R: Read>(
     store_root: &Path,
     limits: &BundleLimits,
 ) -> Result<BundleStats, BundleError> {
-    ingest(reader, declared, expected_sha256, store_root, limits, Names::Archive)
+    ingest(
+        reader,
+        declared,
+        expected_sha256,
+        store_root,
+        limits,
+        Names::Archive,
+    )
 }
 
 /// Receive a bundle fetched by its id (from the blob store, or by a runner from its server):
@@ -132,7 +139,14 @@ pub fn ingest_bundle_verified<R: Read>(
     store_root: &Path,
     limits: &BundleLimits,
 ) -> Result<BundleStats, BundleError> {
-    ingest(reader, declared, id, store_root, limits, Names::ArchiveOrTree)
+    ingest(
+        reader,
+        declared,
+        id,
+        store_root,
+        limits,
+        Names::ArchiveOrTree,
+    )
 }
 
 /// What a bundle id may be the hash of.

@@ -65,5 +65,7 @@ fn write_to(path: &Path, tree: &Path, manifest: &TreeManifest) -> io::Result<()>
     let encoder = builder.into_inner()?;
     let mut file = encoder.finish()?;
     file.flush()?;
-    file.into_inner().map_err(io::IntoInnerError::into_error)?.sync_all()
+    file.into_inner()
+        .map_err(io::IntoInnerError::into_error)?
+        .sync_all()
 }

@@ -194,7 +194,10 @@ fn write_verified<R: Read>(
     if total != entry.size() {
         return Err(BundleError::MalformedArchive {
             entry: Some(name.to_owned()),
-            detail: format!("entry data is truncated ({total} of {} bytes)", entry.size()),
+            detail: format!(
+                "entry data is truncated ({total} of {} bytes)",
+                entry.size()
+            ),
         });
     }
     let actual = hasher.finalize();

@@ -23,16 +23,64 @@ fn paths(tree: &TreeManifest) -> Vec<&str> {
 
 #[test]
 fn deltas_apply_or_are_refused() {
-    type Case = (&'static str, Vec<&'static str>, Vec<ManifestEntry>, Result<Vec<&'static str>, &'static str>);
+    type Case = (
+        &'static str,
+        Vec<&'static str>,
+        Vec<ManifestEntry>,
+        Result<Vec<&'static str>, &'static str>,
+    );
     let cases: Vec<Case> = vec![
-        ("nothing changes", vec![], vec![], Ok(vec!["a", "d/b", "d/c"])),
-        ("a file is added", vec![], vec![file("e", 4)], Ok(vec!["a", "d/b", "d/c", "e"])),
-        ("a file is removed", vec!["d/b"], vec![], Ok(vec!["a", "d/c"])),
-        ("a file is replaced", vec![], vec![file("a", 9)], Ok(vec!["a", "d/b", "d/c"])),
-        ("a file becomes a directory", vec!["a"], vec![file("a/x", 5)], Ok(vec!["a/x", "d/b", "d/c"])),
-        ("removing what the base lacks", vec!["zzz"], vec![], Err("invalid_manifest")),
-        ("an entry twice", vec![], vec![file("e", 4), file("e", 5)], Err("path_conflict")),
-        ("a malformed entry", vec![], vec![ManifestEntry { size: None, ..file("e", 1) }], Err("invalid_manifest")),
+        (
+            "nothing changes",
+            vec![],
+            vec![],
+            Ok(vec!["a", "d/b", "d/c"]),
+        ),
+        (
+            "a file is added",
+            vec![],
+            vec![file("e", 4)],
+            Ok(vec!["a", "d/b", "d/c", "e"]),
+        ),
+        (
+            "a file is removed",
+            vec!["d/b"],
+            vec![],
+            Ok(vec!["a", "d/c"]),
+        ),
+        (
+            "a file is replaced",
+            vec![],
+            vec![file("a", 9)],
+            Ok(vec!["a", "d/b", "d/c"]),
+        ),
+        (
+            "a file becomes a directory",
+            vec!["a"],
+            vec![file("a/x", 5)],
+            Ok(vec!["a/x", "d/b", "d/c"]),
+        ),
+        (
+            "removing what the base lacks",
+            vec!["zzz"],
+            vec![],
+            Err("invalid_manifest"),
+        ),
+        (
+            "an entry twice",
+            vec![],
+            vec![file("e", 4), file("e", 5)],
+            Err("path_conflict"),
+        ),
+        (
+            "a malformed entry",
+            vec![],
+            vec![ManifestEntry {
+                size: None,
+                ..file("e", 1)
+            }],
+            Err("invalid_manifest"),
+        ),
     ];
     for (name, removed, entries, want) in cases {
         let removed: Vec<String> = removed.into_iter().map(str::to_owned).collect();

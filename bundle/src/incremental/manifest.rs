@@ -241,7 +241,9 @@ pub(crate) fn node_of(entry: ManifestEntry) -> Result<(String, Node), BundleErro
             blake3: None,
             ..
         } => Node::Symlink { target },
-        ManifestEntry { target: Some(_), .. } => {
+        ManifestEntry {
+            target: Some(_), ..
+        } => {
             return Err(invalid("a symlink has a target and nothing else"));
         }
         ManifestEntry {

@@ -103,7 +103,12 @@ struct Sources<'a> {
 }
 
 impl Sources<'_> {
-    fn get(&mut self, digest: &Digest, executable: bool, path: &str) -> Result<PathBuf, BundleError> {
+    fn get(
+        &mut self,
+        digest: &Digest,
+        executable: bool,
+        path: &str,
+    ) -> Result<PathBuf, BundleError> {
         let plain = match self.received.staged.get(digest) {
             Some(staged) => staged.clone(),
             None if self.owner.has(digest) => self.owner.path(digest, false),

@@ -16,6 +16,7 @@ mod contents;
 mod delta;
 mod manifest;
 mod materialise;
+mod sweep;
 mod verify;
 
 use std::fs;
@@ -31,6 +32,7 @@ pub use archive::write_archive;
 pub use contents::OwnerStore;
 pub use manifest::{Digest, Node, Totals, TreeManifest, parse_digest};
 pub use materialise::{Materialised, ingest_contents, tree_manifest_path};
+pub use sweep::{TTL, sweep};
 pub use verify::manifest_of_dir;
 
 /// A manifest this owner's store accepted: the tree, its id and what it holds.
@@ -49,9 +51,9 @@ pub fn manifests_dir(store_root: &Path, owner: &str) -> Option<PathBuf> {
     crate::partial::is_plain(owner).then(|| store_root.join(".manifests").join(owner))
 }
 
-/// Check `request` for `owner` (resolving its base among the owner's own manifests), record
-/// it as the owner's, and say which contents are missing. Nothing is recorded for a refused
-/// manifest.
+/// Check `request` for `owner` (resolving its base among the owner's own manifests) and say
+/// which contents are missing. Nothing is recorded: [`keep_manifest`] does that once the
+/// caller admitted it (its quota).
 pub fn accept(
     store_root: &Path,
     owner: &str,
@@ -70,7 +72,6 @@ pub fn accept(
     };
     let totals = manifest.check(limits)?;
     let bundle_id = manifest.bundle_id();
-    save(&dir, &bundle_id, &manifest)?;
     let missing = store.missing(&manifest).into_iter().collect();
     Ok(Accepted {
         manifest,
@@ -80,8 +81,24 @@ pub fn accept(
     })
 }
 
+/// Record an accepted manifest as `owner`'s: the contents upload builds from it, and later
+/// deltas may name it as their base.
+pub fn keep_manifest(
+    store_root: &Path,
+    owner: &str,
+    accepted: &Accepted,
+) -> Result<(), BundleError> {
+    let dir = manifests_dir(store_root, owner)
+        .ok_or_else(|| BundleError::InvalidManifest("the owner cannot hold manifests".into()))?;
+    save(&dir, &accepted.bundle_id, &accepted.manifest)
+}
+
 /// The manifest `id` this owner had accepted; [`BundleError::UnknownBase`] when there is none.
-pub fn load_manifest(store_root: &Path, owner: &str, id: &str) -> Result<TreeManifest, BundleError> {
+pub fn load_manifest(
+    store_root: &Path,
+    owner: &str,
+    id: &str,
+) -> Result<TreeManifest, BundleError> {
     let dir = manifests_dir(store_root, owner)
         .ok_or_else(|| BundleError::UnknownBase(id.chars().take(80).collect()))?;
     load(&dir, id)
@@ -92,7 +109,10 @@ fn load(dir: &Path, id: &str) -> Result<TreeManifest, BundleError> {
     if !crate::is_valid_sha256(id) {
         return Err(unknown());
     }
-    let bytes = match fs::read(dir.join(id)) {
+    let path = dir.join(id);
+    // Used now: retention keeps it a while longer.
+    let _ = fs::File::open(&path).and_then(|f| f.set_modified(std::time::SystemTime::now()));
+    let bytes = match fs::read(&path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(unknown()),
         Err(e) => return Err(BundleError::io("reading a manifest", e)),

@@ -24,7 +24,11 @@ pub fn manifest_of_dir(root: &Path) -> Result<TreeManifest, BundleError> {
             let entry = entry.map_err(|e| BundleError::io("reading a tree", e))?;
             empty = false;
             let name = text(&entry.file_name())?;
-            let path = if dir.is_empty() { name } else { format!("{dir}/{name}") };
+            let path = if dir.is_empty() {
+                name
+            } else {
+                format!("{dir}/{name}")
+            };
             let meta = entry
                 .metadata()
                 .map_err(|e| BundleError::io("reading a tree", e))?;
@@ -40,7 +44,10 @@ pub fn manifest_of_dir(root: &Path) -> Result<TreeManifest, BundleError> {
                 let node = file_node(&entry.path(), &meta)?;
                 manifest.insert(path, node)?;
             } else {
-                return Err(unnamed(&path, "is neither a file, a directory nor a symlink"));
+                return Err(unnamed(
+                    &path,
+                    "is neither a file, a directory nor a symlink",
+                ));
             }
         }
         if empty && !dir.is_empty() {

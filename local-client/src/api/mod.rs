@@ -1,6 +1,7 @@
 //! A small typed client of the server's `/v1` API (docs/ARCHITECTURE.md §3.1).
 
 mod error;
+mod manifests;
 mod messages;
 mod secrets;
 mod uploads;

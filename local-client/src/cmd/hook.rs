@@ -75,6 +75,7 @@ async fn try_launch(env: &Env, input: &HookInput) -> anyhow::Result<(String, Str
         quiet: true,
         codec: ultraplan::bundle::Codec::negotiate(&eligibility.accepts_bundle_encodings),
         resumable: eligibility.resumable_bundle_uploads,
+        incremental: eligibility.incremental_bundles,
     };
     let launched = launch::run(env, &client, &settings, &request).await?;
     Ok((launched.session.title, launched.session.url))

@@ -233,6 +233,7 @@ async fn launch_in_background(env: &Env, prompt: String) -> anyhow::Result<(Stri
         quiet: true,
         codec: ultraplan::bundle::Codec::negotiate(&eligibility.accepts_bundle_encodings),
         resumable: eligibility.resumable_bundle_uploads,
+        incremental: eligibility.incremental_bundles,
     };
     let launched = launch::run(env, &client, &settings, &request).await?;
     Ok((launched.session.id, launched.session.url))

@@ -89,7 +89,15 @@ pub async fn sweep(state: &Core, now: i64) -> Result<Swept, StoreError> {
     swept.orphan_blobs = orphans::sweep_blobs(state, &root, cutoff).await?;
     let partials_root = root.clone();
     swept.partial_uploads = tokio::task::spawn_blocking(move || {
-        ultraplan_bundle::partial::sweep(&partials_root, ultraplan_bundle::partial::PARTIAL_TTL)
+        let partials = ultraplan_bundle::partial::sweep(
+            &partials_root,
+            ultraplan_bundle::partial::PARTIAL_TTL,
+        );
+        let incremental = ultraplan_bundle::incremental::sweep(
+            &partials_root,
+            ultraplan_bundle::incremental::TTL,
+        );
+        partials + incremental
     })
     .await
     .map_or(0, |n| u64::try_from(n).unwrap_or(u64::MAX));
@@ -115,6 +123,7 @@ pub(crate) async fn remove_files(root: &Path, sha: &str) {
     }
     let dir = ultraplan_bundle::bundle_dir(root, sha);
     let archive = ultraplan_bundle::archive_path(root, sha);
+    let manifest = ultraplan_bundle::incremental::tree_manifest_path(root, sha);
     let removed = tokio::task::spawn_blocking(move || {
         let tree = match std::fs::remove_dir_all(&dir) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
@@ -124,6 +133,7 @@ pub(crate) async fn remove_files(root: &Path, sha: &str) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
         };
+        let _ = std::fs::remove_file(&manifest);
         tree.and(file)
     })
     .await

@@ -5,6 +5,7 @@ pub mod bundles;
 pub mod comments;
 pub mod events;
 mod extract;
+pub mod manifests;
 pub mod meta;
 pub mod patch;
 pub mod runner_bundles;
@@ -32,6 +33,11 @@ pub fn routes(max_json_body: usize) -> Router<AppState> {
         .route(
             "/v1/bundles/{sha256}/upload",
             head(bundle_uploads::head).patch(bundle_uploads::patch),
+        )
+        .route("/v1/manifests", post(manifests::post))
+        .route(
+            "/v1/manifests/{bundle_id}/contents",
+            put(manifests::put_contents),
         )
         .route("/v1/runner/bundles/{bundle_id}", get(runner_bundles::get))
         .route("/v1/runner/connect", get(runner_connect::connect))
