@@ -11,6 +11,7 @@ mod comments;
 mod decisions;
 mod events;
 mod execution;
+mod incremental;
 mod lease_suite;
 mod parking;
 mod quota;
