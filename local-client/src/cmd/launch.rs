@@ -252,6 +252,9 @@ async fn send_incremental(
         contents_bytes = sent.contents_bytes,
         delta = sent.as_delta,
         hashed = sent.hashed,
+        scan_ms = sent.timings.scan_ms,
+        manifest_ms = sent.timings.manifest_ms,
+        contents_ms = sent.timings.contents_ms,
         bundle_id = %sent.bundle.sha256,
         "incremental bundle sent"
     );

@@ -82,16 +82,30 @@ pub struct Sent {
     pub as_delta: bool,
     /// Files read and hashed (the rest came from the hash cache).
     pub hashed: usize,
+    /// Where the time went, in milliseconds: walking and hashing the tree, the manifest's
+    /// request, and archiving and sending the contents.
+    pub timings: Timings,
+}
+
+/// Milliseconds spent on each step of an incremental teleport.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timings {
+    pub scan_ms: u128,
+    pub manifest_ms: u128,
+    pub contents_ms: u128,
 }
 
 /// Walk and hash the tree at `repo`, send its manifest and the contents the server lacks.
 pub async fn send(client: &Client, repo: &Path, places: &Places) -> Result<Sent, IncrementalError> {
+    let started = std::time::Instant::now();
+    let mut timings = Timings::default();
     let (scan, hashed, base, last_path) = blocking({
         let (repo, places) = (repo.to_owned(), places.clone());
         move || prepare(&repo, &places)
     })
     .await?;
     let root = scan.root.clone();
+    timings.scan_ms = started.elapsed().as_millis();
     let (answer, manifest_bytes, as_delta) =
         post_manifest(client, &hashed.entries, base.as_ref()).await?;
     let mut sent = Sent {
@@ -101,13 +115,17 @@ pub async fn send(client: &Client, repo: &Path, places: &Places) -> Result<Sent,
         contents_bytes: 0,
         as_delta,
         hashed: hashed.hashed,
+        timings,
     };
+    sent.timings.manifest_ms = started.elapsed().as_millis() - sent.timings.scan_ms;
     if !answer.held {
         let (uploaded, contents_bytes) =
             put_contents(client, &root, &hashed.entries, &answer, places).await?;
         sent.contents_bytes = contents_bytes;
         sent.uploaded = Some(uploaded);
     }
+    sent.timings.contents_ms =
+        started.elapsed().as_millis() - sent.timings.scan_ms - sent.timings.manifest_ms;
     sent.bundle.manifest.bytes = sent.manifest_bytes + sent.contents_bytes;
     let accepted = last::Accepted {
         bundle_id: answer.bundle_id,
