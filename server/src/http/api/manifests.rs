@@ -47,6 +47,9 @@ pub async fn post(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Json<ManifestAccepted>> {
+    // A manifest is read whole: it takes an upload slot, so a user's manifests in memory at
+    // once are few.
+    let _slot = state.rate_limiters.uploads.acquire(&user.id).await?;
     let request = read_request(&headers, body).await?;
     let root = state.core.config.bundles_dir();
     let limits = state.core.config.bundle_limits.clone();
@@ -208,7 +211,11 @@ async fn read_request(headers: &HeaderMap, body: Body) -> ApiResult<ManifestRequ
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json");
     let json = if content_type.starts_with("application/zstd") {
-        let decoder = zstd::Decoder::new(&raw[..]).map_err(|e| invalid(e.to_string()))?;
+        let mut decoder = zstd::Decoder::new(&raw[..]).map_err(|e| invalid(e.to_string()))?;
+        // The window a frame may ask for is bounded, as for bundles (8 MiB).
+        decoder
+            .window_log_max(23)
+            .map_err(|e| invalid(e.to_string()))?;
         let mut json = Vec::new();
         let read = decoder
             .take(MAX_MANIFEST_BYTES as u64 + 1)
