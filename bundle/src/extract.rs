@@ -33,6 +33,14 @@ pub(super) struct Place {
     pub name: Vec<u8>,
 }
 
+/// The refusal for a second entry at one path.
+fn duplicate(shown: &str) -> BundleError {
+    BundleError::PathConflict {
+        path: shown.to_owned(),
+        reason: "already exists in the bundle (duplicate entry)",
+    }
+}
+
 /// The refusal for a path that broke a lexical rule.
 pub(crate) fn path_error(issue: PathIssue, shown: &str, max_path_len: usize) -> BundleError {
     let path = shown.to_owned();
@@ -182,6 +190,16 @@ impl<'l> Extractor<'l> {
         is_dir: bool,
         shown: &str,
     ) -> Result<Option<Place>, BundleError> {
+        self.locate_checked(raw_path, is_dir, shown, true)
+    }
+
+    fn locate_checked(
+        &mut self,
+        raw_path: &[u8],
+        is_dir: bool,
+        shown: &str,
+        look_first: bool,
+    ) -> Result<Option<Place>, BundleError> {
         let comps = paths::components(raw_path, self.limits.max_path_len)
             .map_err(|issue| path_error(issue, shown, self.limits.max_path_len))?;
         if !is_dir && paths::names_a_directory(raw_path) {
@@ -201,16 +219,13 @@ impl<'l> Extractor<'l> {
         };
         let (parent, parent_path) = self.ensure_dirs(parent_comps, shown)?;
         let full = parent_path.join(OsStr::from_bytes(name));
-        match fs::symlink_metadata(&full) {
-            Ok(meta) if is_dir && meta.is_dir() => return Ok(None),
-            Ok(_) => {
-                return Err(BundleError::PathConflict {
-                    path: shown.to_owned(),
-                    reason: "already exists in the bundle (duplicate entry)",
-                });
+        if look_first {
+            match fs::symlink_metadata(&full) {
+                Ok(meta) if is_dir && meta.is_dir() => return Ok(None),
+                Ok(_) => return Err(duplicate(shown)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(self.fs_error("inspecting an entry", e, shown)),
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(self.fs_error("inspecting an entry", e, shown)),
         }
         Ok(Some(Place {
             parent,
@@ -334,8 +349,9 @@ impl<'l> Extractor<'l> {
     }
 
     /// A file whose bytes are already on this filesystem at `source` (content the server
-    /// holds), placed at `raw_path` under every rule an archive entry meets: hard-linked when
-    /// `source` has the mode wanted, else (or when linking fails) copied.
+    /// holds, with the mode wanted: 0644, or 0755 when `executable`), placed at `raw_path`
+    /// under every rule an archive entry meets: hard-linked, or copied when linking fails.
+    /// A `source` that does not exist is an [`BundleError::Io`] of kind `NotFound`.
     pub(crate) fn place_file(
         &mut self,
         raw_path: &[u8],
@@ -349,25 +365,54 @@ impl<'l> Extractor<'l> {
         if self.consumed > self.limits.max_unpacked_bytes {
             return Err(self.too_large(&shown));
         }
-        let Some(place) = self.locate(raw_path, false, &shown)? else {
-            return Err(BundleError::InvalidPath {
-                path: shown,
-                reason: "names the bundle root",
-            });
-        };
-        let mode = if executable { 0o755 } else { 0o644 };
-        let linked = fs::symlink_metadata(source)
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o7777 == mode)
-            && fs::hard_link(source, &place.full).is_ok();
-        if !linked {
-            fs::copy(source, &place.full)
-                .map_err(|e| self.fs_error("copying held content", e, &shown))?;
-            fs::set_permissions(&place.full, Permissions::from_mode(mode))
-                .map_err(|e| self.fs_error("setting file permissions", e, &shown))?;
+        let place = self.locate_new(raw_path, &shown)?;
+        match fs::hard_link(source, &place.full) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(duplicate(&shown));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(self.fs_error("linking held content", e, &shown));
+            }
+            Err(_) => self.copy_new(source, &place.full, executable, &shown)?,
         }
         self.files += 1;
         self.written += size;
         Ok(())
+    }
+
+    /// Copy `source` to the new file `target` (never replacing anything) with its mode.
+    fn copy_new(
+        &self,
+        source: &Path,
+        target: &Path,
+        executable: bool,
+        shown: &str,
+    ) -> Result<(), BundleError> {
+        let mode = if executable { 0o755 } else { 0o644 };
+        let copy = || -> io::Result<()> {
+            let mut from = File::open(source)?;
+            let mut to = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(mode)
+                .open(target)?;
+            io::copy(&mut from, &mut to)?;
+            to.set_permissions(Permissions::from_mode(mode))
+        };
+        copy().map_err(|e| self.fs_error("copying held content", e, shown))
+    }
+
+    /// [`locate`](Self::locate) for an entry of a manifest: its paths are unique and none is
+    /// under another, so the entry itself is not looked for first (creating it fails with
+    /// `AlreadyExists` if it is there).
+    fn locate_new(&mut self, raw_path: &[u8], shown: &str) -> Result<Place, BundleError> {
+        let root = || BundleError::InvalidPath {
+            path: shown.to_owned(),
+            reason: "names the bundle root",
+        };
+        self.locate_checked(raw_path, false, shown, false)?
+            .ok_or_else(root)
     }
 
     /// A symlink placed at `raw_path` under every rule an archive entry meets.
@@ -378,12 +423,7 @@ impl<'l> Extractor<'l> {
     ) -> Result<(), BundleError> {
         let shown = display_path(raw_path);
         self.count_entry(&shown)?;
-        let Some(place) = self.locate(raw_path, false, &shown)? else {
-            return Err(BundleError::InvalidPath {
-                path: shown,
-                reason: "names the bundle root",
-            });
-        };
+        let place = self.locate_new(raw_path, &shown)?;
         self.symlink(target, &place.full, place.parent, place.depth, &shown)
     }
 

@@ -7,10 +7,10 @@
 //! by their digest's hex; each is written into the request's staging directory while it is
 //! hashed, and kept only when its bytes hash to its name.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{self, OpenOptions};
 use std::io::{self, BufReader, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -48,11 +48,17 @@ impl OwnerStore {
         fs::symlink_metadata(self.path(digest, false)).is_ok_and(|m| m.is_file())
     }
 
-    /// The contents `manifest` needs that the owner does not hold, with their sizes.
-    pub fn missing(&self, manifest: &TreeManifest) -> BTreeMap<Digest, u64> {
+    /// The contents `manifest` needs that the owner does not hold, with their sizes; only
+    /// among `among` when given (the rest are taken to be held).
+    pub fn missing(
+        &self,
+        manifest: &TreeManifest,
+        among: Option<&HashSet<Digest>>,
+    ) -> BTreeMap<Digest, u64> {
         manifest
             .contents()
             .into_iter()
+            .filter(|(digest, _)| among.is_none_or(|among| among.contains(digest)))
             .filter(|(digest, _)| !self.has(digest))
             .map(|(digest, (size, _))| (digest, size))
             .collect()
@@ -76,8 +82,8 @@ pub struct Received {
     pub archive_bytes: u64,
 }
 
-/// Receive uploaded contents into `dir`: only digests in `wanted`, each once, at its size,
-/// and hashing to its name. On a refusal the reader is not drained.
+/// Receive uploaded contents into `dir`: only digests in `wanted` (the tree's contents), each
+/// once, at its size, and hashing to its name. On a refusal the reader is not drained.
 pub fn receive<R: Read>(
     reader: R,
     declared: Option<BundleEncoding>,
@@ -207,5 +213,7 @@ fn write_verified<R: Read>(
             actual: actual.to_hex().to_string(),
         });
     }
-    Ok(())
+    // Explicitly, so the server's umask doesn't decide the mode trees link to.
+    file.set_permissions(std::fs::Permissions::from_mode(0o644))
+        .map_err(|e| BundleError::io("staging uploaded content", e))
 }

@@ -50,7 +50,13 @@ pub fn ingest_contents<R: Read>(
     fs::create_dir_all(store_root).map_err(|e| BundleError::io("creating the bundle store", e))?;
     let staging = Staging::create(store_root, id)?;
     let scratch = staging.scratch("contents")?;
-    let wanted = owner.missing(manifest);
+    // Any of the tree's contents may come (one the owner holds is taken again); whether each
+    // is there is found when it is linked.
+    let wanted = manifest
+        .contents()
+        .into_iter()
+        .map(|(digest, (size, _))| (digest, size))
+        .collect();
     let received = receive(reader, declared, &wanted, &scratch, limits)?;
     let mut sources = Sources {
         owner,
@@ -69,7 +75,15 @@ pub fn ingest_contents<R: Read>(
                 blake3,
             } => {
                 let source = sources.get(blake3, *executable, path)?;
-                extractor.place_file(path.as_bytes(), &source, *executable, *size)?;
+                let placed = extractor.place_file(path.as_bytes(), &source, *executable, *size);
+                match placed {
+                    Err(BundleError::Io { source, .. })
+                        if source.kind() == std::io::ErrorKind::NotFound =>
+                    {
+                        return Err(missing(blake3, path));
+                    }
+                    other => other?,
+                }
             }
             Node::Symlink { target } => {
                 extractor.place_symlink(path.as_bytes(), target.as_bytes())?;
@@ -92,6 +106,13 @@ pub fn ingest_contents<R: Read>(
     })
 }
 
+fn missing(digest: &Digest, path: &str) -> BundleError {
+    BundleError::MissingContent {
+        digest: hex::encode(digest),
+        path: path.to_owned(),
+    }
+}
+
 /// Where each content's bytes are: just received, else the owner's store; an executable
 /// copy made in scratch when neither has one.
 struct Sources<'a> {
@@ -103,6 +124,8 @@ struct Sources<'a> {
 }
 
 impl Sources<'_> {
+    /// Where content `digest` is, with the mode wanted. The store's copy may be missing: the
+    /// link fails then.
     fn get(
         &mut self,
         digest: &Digest,
@@ -111,13 +134,7 @@ impl Sources<'_> {
     ) -> Result<PathBuf, BundleError> {
         let plain = match self.received.staged.get(digest) {
             Some(staged) => staged.clone(),
-            None if self.owner.has(digest) => self.owner.path(digest, false),
-            None => {
-                return Err(BundleError::MissingContent {
-                    digest: hex::encode(digest),
-                    path: path.to_owned(),
-                });
-            }
+            None => self.owner.path(digest, false),
         };
         if !executable {
             return Ok(plain);
@@ -130,7 +147,13 @@ impl Sources<'_> {
             return Ok(held);
         }
         let made = self.scratch.join(format!("{}.x", hex::encode(digest)));
-        fs::copy(&plain, &made).map_err(|e| BundleError::io("copying held content", e))?;
+        match fs::copy(&plain, &made) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(missing(digest, path));
+            }
+            Err(e) => return Err(BundleError::io("copying held content", e)),
+        }
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(&made, fs::Permissions::from_mode(0o755))
             .map_err(|e| BundleError::io("setting file permissions", e))?;

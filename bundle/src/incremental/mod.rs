@@ -19,6 +19,7 @@ mod materialise;
 mod sweep;
 mod verify;
 
+use std::collections::HashSet;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -63,16 +64,27 @@ pub fn accept(
     let invalid_owner = || BundleError::InvalidManifest("the owner cannot hold manifests".into());
     let dir = manifests_dir(store_root, owner).ok_or_else(invalid_owner)?;
     let store = OwnerStore::new(store_root, owner).ok_or_else(invalid_owner)?;
-    let manifest = match &request.base {
-        None => TreeManifest::from_wire(request.entries)?,
+    // A delta's base was accepted with its contents: only the delta's are looked for (one
+    // gone since is found missing when the tree is built, and the client starts over).
+    let (manifest, among) = match &request.base {
+        None => (TreeManifest::from_wire(request.entries)?, None),
         Some(base) => {
             let base_manifest = load(&dir, base)?;
-            delta::apply(&base_manifest, &request.removed, request.entries)?
+            let changed = request
+                .entries
+                .iter()
+                .filter_map(|e| e.blake3.as_deref().and_then(parse_digest))
+                .collect::<HashSet<_>>();
+            let manifest = delta::apply(&base_manifest, &request.removed, request.entries)?;
+            (manifest, Some(changed))
         }
     };
     let totals = manifest.check(limits)?;
     let bundle_id = manifest.bundle_id();
-    let missing = store.missing(&manifest).into_iter().collect();
+    let missing = store
+        .missing(&manifest, among.as_ref())
+        .into_iter()
+        .collect();
     Ok(Accepted {
         manifest,
         bundle_id,

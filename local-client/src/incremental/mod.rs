@@ -119,8 +119,19 @@ pub async fn send(client: &Client, repo: &Path, places: &Places) -> Result<Sent,
     };
     sent.timings.manifest_ms = started.elapsed().as_millis() - sent.timings.scan_ms;
     if !answer.held {
-        let (uploaded, contents_bytes) =
-            put_contents(client, &root, &hashed.entries, &answer, places).await?;
+        let put = put_contents(client, &root, &hashed.entries, &answer, places).await;
+        let (uploaded, contents_bytes) = match put {
+            // The server no longer holds a content the base had: the whole manifest says
+            // which.
+            Err(IncrementalError::Api(e)) if as_delta && e.code() == Some("missing_content") => {
+                tracing::info!("a content of the last manifest is gone; sending it whole");
+                let (whole, bytes, _) = post_manifest(client, &hashed.entries, None).await?;
+                sent.manifest_bytes += bytes;
+                sent.as_delta = false;
+                put_contents(client, &root, &hashed.entries, &whole, places).await?
+            }
+            other => other?,
+        };
         sent.contents_bytes = contents_bytes;
         sent.uploaded = Some(uploaded);
     }
