@@ -35,7 +35,8 @@ pub struct Swept {
     pub orphans: u64,
     /// Blobs removed from the blob store that no bundle row knew.
     pub orphan_blobs: u64,
-    /// Files of resumable uploads untouched for a day, removed.
+    /// Files of resumable uploads untouched for a day, and of incremental bundles (manifests
+    /// unused for a week, contents no tree links), removed.
     pub partial_uploads: u64,
     /// Login links deleted.
     pub links: u64,
