@@ -11,7 +11,8 @@
 #   unchanged    again with nothing changed;
 #   re-teleport  after appending a line to one file (RUNS times, another file each time).
 # Bytes: the full archive's size against what the re-teleport sent (manifest + contents,
-# from the client's own log). After the last re-teleport the same state is sent whole and the
+# from the client's own log). Each teleport starts once the archive the server writes after
+# the previous one is in the blob store, so no background work shares the cores. After the last re-teleport the same state is sent whole and the
 # two trees on the server are compared (paths, modes, symlink targets, sha256 of contents);
 # a mismatch exits 1, a missed bar exits 2.
 #
@@ -85,6 +86,15 @@ launch() { # launch LABEL [ENV=VALUE...]: prints "seconds bundle_id log"
   echo "$(( (end - start) / 1000000 )) $bundle $work/$label.log"
 }
 
+settle() { # wait until bundle $1's archive is in the blob store: nothing runs in the background
+  for _ in $(seq 600); do
+    ls "$data/blobs/bundles/$1".tar.* >/dev/null 2>&1 && return
+    sleep 0.1
+  done
+  echo "the archive of $1 never reached the blob store" >&2
+  exit 1
+}
+
 sent_bytes() { # the manifest and contents bytes of an incremental teleport's log
   python3 - "$1" <<'PY'
 import re, sys
@@ -99,7 +109,8 @@ PY
 echo "repository: $repo ($(git -C "$repo" ls-files | wc -l) tracked files), $(nproc) cores" >&2
 read -r full_ms full_id _ < <(launch full ULTRAPLAN_INCREMENTAL=0)
 archive=$(stat -c %s "$data/bundles/$full_id".tar.*)
-read -r first_ms _ first_log < <(launch first)
+read -r first_ms first_id first_log < <(launch first)
+settle "$first_id"
 read -r first_manifest first_contents _ _ _ _ _ < <(sent_bytes "$first_log")
 read -r unchanged_ms _ unchanged_log < <(launch unchanged)
 read -r unchanged_manifest unchanged_contents _ _ _ _ _ < <(sent_bytes "$unchanged_log")
@@ -112,6 +123,7 @@ for i in $(seq 0 $((runs - 1))); do
   edited+=("$f")
   echo "// edited by bench/reteleport.sh run $i" >>"$repo/$f"
   read -r ms re_id log < <(launch "re$i")
+  settle "$re_id"
   read -r manifest contents delta hashed scan_ms manifest_ms contents_ms < <(sent_bytes "$log")
   echo "re-teleport $i: ${ms} ms (walk+hash ${scan_ms} ms, manifest ${manifest_ms} ms, contents ${contents_ms} ms; ${hashed} files hashed), sent $((manifest + contents)) B, delta=$delta" >&2
   re_ms+=("$ms")

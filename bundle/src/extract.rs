@@ -348,17 +348,15 @@ impl<'l> Extractor<'l> {
         Ok(())
     }
 
-    /// A file whose bytes are already on this filesystem at `source` (content the server
-    /// holds, with the mode wanted: 0644, or 0755 when `executable`), placed at `raw_path`
-    /// under every rule an archive entry meets: hard-linked, or copied when linking fails.
-    /// A `source` that does not exist is an [`BundleError::Io`] of kind `NotFound`.
-    pub(crate) fn place_file(
+    /// Make room for a file of `size` bytes at `raw_path` whose bytes are already on this
+    /// filesystem (content the server holds), under every rule an archive entry meets: the
+    /// path, its parents (created), the entry and byte limits. Returns where the file goes;
+    /// the caller puts it there (a hard link) before the tree is published.
+    pub(crate) fn reserve_file(
         &mut self,
         raw_path: &[u8],
-        source: &Path,
-        executable: bool,
         size: u64,
-    ) -> Result<(), BundleError> {
+    ) -> Result<PathBuf, BundleError> {
         let shown = display_path(raw_path);
         self.count_entry(&shown)?;
         self.consumed = self.consumed.saturating_add(size);
@@ -366,41 +364,9 @@ impl<'l> Extractor<'l> {
             return Err(self.too_large(&shown));
         }
         let place = self.locate_new(raw_path, &shown)?;
-        match fs::hard_link(source, &place.full) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                return Err(duplicate(&shown));
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(self.fs_error("linking held content", e, &shown));
-            }
-            Err(_) => self.copy_new(source, &place.full, executable, &shown)?,
-        }
         self.files += 1;
         self.written += size;
-        Ok(())
-    }
-
-    /// Copy `source` to the new file `target` (never replacing anything) with its mode.
-    fn copy_new(
-        &self,
-        source: &Path,
-        target: &Path,
-        executable: bool,
-        shown: &str,
-    ) -> Result<(), BundleError> {
-        let mode = if executable { 0o755 } else { 0o644 };
-        let copy = || -> io::Result<()> {
-            let mut from = File::open(source)?;
-            let mut to = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(mode)
-                .open(target)?;
-            io::copy(&mut from, &mut to)?;
-            to.set_permissions(Permissions::from_mode(mode))
-        };
-        copy().map_err(|e| self.fs_error("copying held content", e, shown))
+        Ok(place.full)
     }
 
     /// [`locate`](Self::locate) for an entry of a manifest: its paths are unique and none is

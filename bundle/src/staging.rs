@@ -16,6 +16,7 @@ pub(crate) const STAGING_DIR: &str = ".staging";
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
+#[derive(Debug)]
 pub(crate) struct Staging {
     staging_root: PathBuf,
     dir: PathBuf,

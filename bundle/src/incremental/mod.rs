@@ -32,7 +32,9 @@ use crate::limits::BundleLimits;
 pub use archive::write_archive;
 pub use contents::OwnerStore;
 pub use manifest::{Digest, Node, Totals, TreeManifest, parse_digest};
-pub use materialise::{Materialised, ingest_contents, tree_manifest_path};
+pub use materialise::{
+    Materialised, Prepared, ingest_contents, prepare_contents, tree_manifest_path,
+};
 pub use sweep::{TTL, sweep};
 pub use verify::manifest_of_dir;
 

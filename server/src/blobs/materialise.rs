@@ -61,9 +61,12 @@ async fn unpack(
         return Ok(dir);
     }
     // The key names the encoding; with neither stored, the gzip key's "not found" is the answer.
-    let encoding = find_or_wait(blobs, bundles_dir, sha, wait)
-        .await?
-        .unwrap_or(bundles::BundleEncoding::Gzip);
+    let found = find_or_wait(blobs, bundles_dir, sha, wait).await?;
+    // A tree materialised here may have been finished while we waited.
+    if tree_present(bundles_dir, sha).await {
+        return Ok(dir);
+    }
+    let encoding = found.unwrap_or(bundles::BundleEncoding::Gzip);
     let key = bundle_key_as(sha, encoding);
     let stream = blobs.get_stream(&key).await?;
     let reader = SyncIoBridge::new(StreamReader::new(stream));

@@ -1,8 +1,9 @@
-//! The archive of a bundle this server materialised from a manifest (docs/ARCHITECTURE.md
-//! §5.1): written from its tree after the upload answered, then sent to the blob store, so
-//! runners and other replicas reach it like any uploaded bundle. Whoever needs it before the
-//! job is done waits for it: on this replica by making it (one maker per bundle at a time),
-//! on another by watching the blob store for a while.
+//! The tree and archive of a bundle this server materialised from a manifest
+//! (docs/ARCHITECTURE.md §5.1): once the upload answered, the tree's files are linked and it
+//! is published, then its archive is written and sent to the blob store, so runners and other
+//! replicas reach it like any uploaded bundle. Whoever needs either before the job is done
+//! waits for it: on this replica by holding the bundle (one maker at a time), on another by
+//! watching the blob store for a while.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -27,20 +28,55 @@ fn lock_of(id: &str) -> Arc<tokio::sync::Mutex<()>> {
     Arc::clone(locks.entry(id.to_owned()).or_default())
 }
 
-/// Make bundle `id`'s archive in the background (the upload has answered already).
-pub fn spawn(blobs: BlobStore, bundles_dir: PathBuf, id: String) {
+/// Hold bundle `id` while its tree and archive are made here: whoever needs either waits.
+pub async fn hold(id: &str) -> tokio::sync::OwnedMutexGuard<()> {
+    lock_of(id).lock_owned().await
+}
+
+/// Whether this process is making bundle `id`'s tree or archive now.
+pub fn busy(id: &str) -> bool {
+    lock_of(id).try_lock().is_err()
+}
+
+/// Link a prepared tree's files and publish it, then make its archive, in the background
+/// (the upload has answered already), holding the bundle throughout (`held`, from [`hold`]).
+pub fn spawn_build(
+    blobs: BlobStore,
+    bundles_dir: PathBuf,
+    id: String,
+    prepared: incremental::Prepared,
+    held: tokio::sync::OwnedMutexGuard<()>,
+) {
     tokio::spawn(async move {
-        if let Err(error) = ensure(&blobs, &bundles_dir, &id).await {
+        let _held = held;
+        let root = bundles_dir.clone();
+        let built = tokio::task::spawn_blocking(move || prepared.finish(&root)).await;
+        match built {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => {
+                tracing::error!(sha256 = %id, %error, "could not build a materialised bundle's tree");
+                return;
+            }
+            Err(error) => {
+                tracing::error!(sha256 = %id, %error, "the tree build stopped");
+                return;
+            }
+        }
+        if let Err(error) = make(&blobs, &bundles_dir, &id).await {
             tracing::error!(sha256 = %id, %error, "could not store a materialised bundle's archive");
         }
     });
 }
 
 /// `true` once bundle `id`'s archive is in the blob store: there already, or made now from
-/// the tree this replica materialised. `false` when this replica has no such tree.
+/// the tree this replica materialised (waiting for a build in progress). `false` when this
+/// replica has no such tree.
 pub async fn ensure(blobs: &BlobStore, bundles_dir: &Path, id: &str) -> Result<bool, BlobError> {
-    let lock = lock_of(id);
-    let _making = lock.lock().await;
+    let _held = hold(id).await;
+    make(blobs, bundles_dir, id).await
+}
+
+async fn make(blobs: &BlobStore, bundles_dir: &Path, id: &str) -> Result<bool, BlobError> {
     if blobs.find_bundle(id).await?.is_some() {
         return Ok(true);
     }

@@ -182,18 +182,7 @@ async fn a_second_launch_after_one_edit_sends_only_that_file() {
         whole_bundle, bundle,
         "another id: the whole bundle is named by its bytes"
     );
-    let bundles = server.data_dir.join("bundles");
-    let built = tree(&bundles.join(&bundle));
-    assert_eq!(built, tree(&bundles.join(&whole_bundle)), "trees differ");
-    assert!(built["src/mod7.rs"].1.ends_with(b"// edited\n"));
-    assert_eq!(built["run.sh"].0, 0o755);
-    assert_eq!(built["src/login.rs"].1, b"auth.rs");
-
-    let mut seen = Vec::new();
-    server
-        .wait_for(&session, &mut seen, |e| plan_call(e).is_some())
-        .await
-        .expect("a plan over the materialised bundle");
+    // The tree's files are linked, and its archive stored, after the answer.
     let blob = server
         .data_dir
         .join(format!("blobs/bundles/{bundle}.tar.zst"));
@@ -208,4 +197,16 @@ async fn a_second_launch_after_one_edit_sends_only_that_file() {
         "the archive reaches the blob store: {}",
         blob.display()
     );
+    let bundles = server.data_dir.join("bundles");
+    let built = tree(&bundles.join(&bundle));
+    assert_eq!(built, tree(&bundles.join(&whole_bundle)), "trees differ");
+    assert!(built["src/mod7.rs"].1.ends_with(b"// edited\n"));
+    assert_eq!(built["run.sh"].0, 0o755);
+    assert_eq!(built["src/login.rs"].1, b"auth.rs");
+
+    let mut seen = Vec::new();
+    server
+        .wait_for(&session, &mut seen, |e| plan_call(e).is_some())
+        .await
+        .expect("a plan over the materialised bundle");
 }

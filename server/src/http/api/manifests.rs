@@ -88,10 +88,14 @@ fn answer(accepted: Accepted, held: bool) -> ManifestAccepted {
     }
 }
 
-/// The caller holds bundle `id` and it is usable: its tree is here or its archive stored.
+/// The caller holds bundle `id` and it is usable: its tree is here (or being built here) or
+/// its archive stored.
 async fn holds(state: &AppState, user: &AuthUser, id: &str) -> ApiResult<bool> {
     if state.core.store.owned_bundle(&user.id, id).await?.is_none() {
         return Ok(false);
+    }
+    if tree_archive::busy(id) {
+        return Ok(true);
     }
     let (root, owned) = (state.core.config.bundles_dir(), id.to_owned());
     let here = blocking(move || Ok(ultraplan_bundle::tree_exists(&root, &owned))).await?;
@@ -109,8 +113,9 @@ async fn holds(state: &AppState, user: &AuthUser, id: &str) -> ApiResult<bool> {
 /// Each content must be one the manifest lacks, at its size, hashing to its name
 /// (`content_hash_mismatch`, `unexpected_content`); one still missing is 409
 /// `missing_content`. The tree is built from the caller's own store only, under every rule
-/// of an uploaded archive; a refusal leaves nothing behind. The answer comes once the tree is
-/// built; its archive reaches the blob store right after.
+/// of an uploaded archive; a refusal leaves nothing behind. The answer comes once every check
+/// passed; the tree's files are linked, and its archive sent to the blob store, right after
+/// (whoever needs them meanwhile waits).
 #[utoipa::path(put, path = "/v1/manifests/{bundle_id}/contents", tag = "bundles",
     params(("bundle_id" = String, Path, description = "the id `POST /v1/manifests` answered")),
     request_body(content((Vec<u8> = "application/zstd"), (Vec<u8> = "application/gzip"))),
@@ -147,12 +152,13 @@ pub async fn put_contents(
         config.bundle_limits.clone(),
         id.clone(),
     );
-    let built = blocking(move || {
-        incremental::ingest_contents(
+    let prepared = blocking(move || {
+        incremental::prepare_contents(
             reader, encoding, &manifest, &owned_id, &root, &owner, &limits,
         )
     })
     .await?;
+    let built = prepared.stats();
     let row = BundleRow {
         sha256: id.clone(),
         files: i64::try_from(built.files).unwrap_or(i64::MAX),
@@ -161,7 +167,15 @@ pub async fn put_contents(
         created_at: now_ms(),
     };
     quota.record(&state.core, &user.id, &row).await?;
-    tree_archive::spawn(blob_store(&state)?, config.bundles_dir(), id.clone());
+    // Held before answering, so whoever needs the tree or its archive waits for them.
+    let held = tree_archive::hold(&id).await;
+    tree_archive::spawn_build(
+        blob_store(&state)?,
+        config.bundles_dir(),
+        id.clone(),
+        prepared,
+        held,
+    );
     tracing::info!(user_id = %user.id, sha256 = %id, files = built.files,
         sent = built.archive_bytes, "bundle materialised");
     Ok(Json(BundleUploaded {
