@@ -82,7 +82,11 @@ launch() { # launch LABEL [ENV=VALUE...]: prints "seconds bundle_id log"
     2>"$work/$label.log")
   end=$(date +%s%N)
   local bundle
-  bundle=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["bundle_id"])' "$out")
+  if ! bundle=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["bundle_id"])' "$out" 2>/dev/null); then
+    echo "launch $label failed:" >&2
+    cat "$work/$label.log" >&2
+    exit 1
+  fi
   echo "$(( (end - start) / 1000000 )) $bundle $work/$label.log"
 }
 

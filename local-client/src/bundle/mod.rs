@@ -129,9 +129,11 @@ pub fn create<W: Write>(path: &Path, options: &Options, out: W) -> Result<Bundle
     if !path.is_dir() {
         return Err(BundleError::NotADirectory { path });
     }
-    let repo = git::inspect(&path);
+    let (repo, selection) = git::inspect_while(&path, |root, tracked| {
+        walk::select(root, tracked, &options.exclude)
+    });
+    let selection = selection?;
     let root = repo.toplevel.clone().unwrap_or(path);
-    let selection = walk::select(&root, &repo.tracked, &options.exclude)?;
     let plan = plan::plan(&selection.entries, plan::CHUNK_SIZE)?;
     let source = compress::Source {
         root: &root,
@@ -181,9 +183,10 @@ pub fn scan(path: &Path) -> Result<Scan, BundleError> {
     if !path.is_dir() {
         return Err(BundleError::NotADirectory { path });
     }
-    let repo = git::inspect(&path);
+    let (repo, selection) =
+        git::inspect_while(&path, |root, tracked| walk::select(root, tracked, &[]));
+    let selection = selection?;
     let root = repo.toplevel.clone().unwrap_or(path);
-    let selection = walk::select(&root, &repo.tracked, &[])?;
     Ok(Scan {
         root,
         entries: selection.entries,

@@ -99,13 +99,16 @@ pub struct Timings {
 pub async fn send(client: &Client, repo: &Path, places: &Places) -> Result<Sent, IncrementalError> {
     let started = std::time::Instant::now();
     let mut timings = Timings::default();
-    let (scan, hashed, base, last_path) = blocking({
+    let (scan, mut hashed, base, last_path, cache_path) = blocking({
         let (repo, places) = (repo.to_owned(), places.clone());
         move || prepare(&repo, &places)
     })
     .await?;
     let root = scan.root.clone();
     timings.scan_ms = started.elapsed().as_millis();
+    // The hash cache is saved while the requests go out.
+    let fresh = std::mem::take(&mut hashed.cache);
+    let saving = tokio::task::spawn_blocking(move || fresh.save(&cache_path));
     let (answer, manifest_bytes, as_delta) =
         post_manifest(client, &hashed.entries, base.as_ref()).await?;
     let mut sent = Sent {
@@ -142,6 +145,11 @@ pub async fn send(client: &Client, repo: &Path, places: &Places) -> Result<Sent,
         bundle_id: answer.bundle_id,
         entries: hashed.entries.into_values().collect(),
     };
+    match saving.await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => tracing::warn!(%error, "could not save the hash cache"),
+        Err(error) => tracing::warn!(%error, "could not save the hash cache"),
+    }
     blocking(move || {
         last::save(&last_path, &accepted).map_err(|source| IncrementalError::Write {
             path: last_path.display().to_string(),
@@ -152,7 +160,13 @@ pub async fn send(client: &Client, repo: &Path, places: &Places) -> Result<Sent,
     Ok(sent)
 }
 
-type Prepared = (bundle::Scan, tree::Hashed, Option<last::Accepted>, PathBuf);
+type Prepared = (
+    bundle::Scan,
+    tree::Hashed,
+    Option<last::Accepted>,
+    PathBuf,
+    PathBuf,
+);
 
 /// The walk, the hashes (the cache saved again), and the manifest accepted last.
 fn prepare(repo: &Path, places: &Places) -> Result<Prepared, IncrementalError> {
@@ -164,13 +178,10 @@ fn prepare(repo: &Path, places: &Places) -> Result<Prepared, IncrementalError> {
         .join(last::key(&[&root_text]));
     let cache = HashCache::load(&cache_path);
     let hashed = tree::manifest(&scan.root, &scan.entries, &cache)?;
-    if let Err(error) = hashed.cache.save(&cache_path) {
-        tracing::warn!(%error, "could not save the hash cache");
-    }
     let key = last::key(&[&places.server, &places.token, &root_text]);
     let last_path = last::path(&places.state_dir, &key);
     let base = last::load(&last_path);
-    Ok((scan, hashed, base, last_path))
+    Ok((scan, hashed, base, last_path, cache_path))
 }
 
 /// Send the manifest, as a change to `base` when there is one (and the whole of it when the
