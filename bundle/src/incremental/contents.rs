@@ -64,6 +64,31 @@ impl OwnerStore {
             .collect()
     }
 
+    /// Which of `digests` the owner holds, looked up on several threads (a large tree's
+    /// contents are many files whose metadata may not be cached).
+    pub fn holding<'a>(&self, digests: impl Iterator<Item = &'a Digest>) -> HashSet<Digest> {
+        const THREADS: usize = 8;
+        let digests: Vec<&Digest> = digests.collect();
+        let chunk = digests.len().div_ceil(THREADS).max(1);
+        std::thread::scope(|scope| {
+            let found: Vec<_> = digests
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || {
+                        part.iter()
+                            .filter(|d| self.has(d))
+                            .map(|d| **d)
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            found
+                .into_iter()
+                .flat_map(|handle| handle.join().unwrap_or_default())
+                .collect()
+        })
+    }
+
     /// Move a verified file from staging into the store (replacing an equal copy).
     pub(crate) fn keep(&self, staged: &Path, digest: &Digest, executable: bool) -> io::Result<()> {
         let target = self.path(digest, executable);

@@ -5,7 +5,7 @@
 //! file's content found. Then, after the answer, the files are hard-linked (or copied) from
 //! the content store and the tree is published: work that can only fail on the server's side.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{self, Read};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -80,15 +80,17 @@ pub fn prepare_contents<R: Read>(
     let staging = Staging::create(store_root, id)?;
     let scratch = staging.scratch("contents")?;
     // Any of the tree's contents may come (one the owner holds is taken again).
-    let wanted = manifest
+    let wanted: std::collections::BTreeMap<Digest, u64> = manifest
         .contents()
         .into_iter()
         .map(|(digest, (size, _))| (digest, size))
         .collect();
     let received = receive(reader, declared, &wanted, &scratch, limits)?;
+    let held = owner.holding(wanted.keys().filter(|d| !received.staged.contains_key(*d)));
     let mut sources = Sources {
         owner,
         received: &received,
+        held: &held,
         scratch: &scratch,
         made: HashMap::new(),
     };
@@ -197,6 +199,8 @@ fn missing(digest: &Digest, path: &str) -> BundleError {
 struct Sources<'a> {
     owner: &'a OwnerStore,
     received: &'a Received,
+    /// The other contents the owner's store holds.
+    held: &'a HashSet<Digest>,
     scratch: &'a Path,
     /// Executable copies made by this request.
     made: HashMap<Digest, PathBuf>,
@@ -211,7 +215,7 @@ impl Sources<'_> {
     ) -> Result<PathBuf, BundleError> {
         let plain = match self.received.staged.get(digest) {
             Some(staged) => staged.clone(),
-            None if self.owner.has(digest) => self.owner.path(digest, false),
+            None if self.held.contains(digest) => self.owner.path(digest, false),
             None => return Err(missing(digest, path)),
         };
         if !executable {
