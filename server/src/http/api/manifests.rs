@@ -110,7 +110,7 @@ async fn holds(state: &AppState, user: &AuthUser, id: &str) -> ApiResult<bool> {
 /// Send the contents a manifest's answer listed as missing, as one tar of regular files
 /// named by their BLAKE3 hex (`application/zstd` or `application/gzip`), and get the bundle.
 ///
-/// Each content must be one the manifest lacks, at its size, hashing to its name
+/// Each content must be one of the tree's, sent once, at its size, hashing to its name
 /// (`content_hash_mismatch`, `unexpected_content`); one still missing is 409
 /// `missing_content`. The tree is built from the caller's own store only, under every rule
 /// of an uploaded archive; a refusal leaves nothing behind. The answer comes once every check
