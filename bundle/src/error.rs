@@ -92,6 +92,28 @@ pub enum BundleError {
         detail: String,
     },
 
+    /// A tree manifest that is malformed (an entry neither file nor symlink, a bad digest,
+    /// two sizes for one content, a delta removing a path its base lacks).
+    #[error("invalid manifest: {0}")]
+    InvalidManifest(String),
+
+    /// A delta manifest against a base this owner's store does not hold (send the whole
+    /// manifest instead).
+    #[error("unknown base manifest {0:?}: send the whole manifest")]
+    UnknownBase(String),
+
+    /// Uploaded content whose bytes do not hash to the digest it is named by.
+    #[error("content {digest}: its bytes hash to {actual}")]
+    ContentMismatch { digest: String, actual: String },
+
+    /// Uploaded content the manifest does not ask for (or sent twice).
+    #[error("content entry {name:?}: {reason}")]
+    UnexpectedContent { name: String, reason: &'static str },
+
+    /// Content the tree needs that neither the upload nor the owner's store holds.
+    #[error("content {digest} of {path:?} is missing: send it, or start over with the manifest")]
+    MissingContent { digest: String, path: String },
+
     /// Reading the request body failed (client went away, body limit hit, ...).
     #[error("reading the upload failed: {0}")]
     Upload(#[source] io::Error),
@@ -133,6 +155,11 @@ impl BundleError {
             Self::HashMismatch { .. } => "hash_mismatch",
             Self::EncodingMismatch { .. } => "encoding_mismatch",
             Self::MalformedArchive { .. } => "malformed_archive",
+            Self::InvalidManifest(_) => "invalid_manifest",
+            Self::UnknownBase(_) => "unknown_base",
+            Self::ContentMismatch { .. } => "content_hash_mismatch",
+            Self::UnexpectedContent { .. } => "unexpected_content",
+            Self::MissingContent { .. } => "missing_content",
             Self::Upload(_) => "upload_failed",
             Self::Io { .. } => "io_error",
         }

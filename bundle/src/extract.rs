@@ -25,6 +25,44 @@ use super::tree::{ROOT, Tree};
 
 const DIR_MODE: u32 = 0o755;
 
+/// Where a new entry goes: its parent directory's id and depth, its full path and its name.
+pub(super) struct Place {
+    pub parent: u32,
+    pub depth: usize,
+    pub full: PathBuf,
+    pub name: Vec<u8>,
+}
+
+/// The refusal for a second entry at one path.
+fn duplicate(shown: &str) -> BundleError {
+    BundleError::PathConflict {
+        path: shown.to_owned(),
+        reason: "already exists in the bundle (duplicate entry)",
+    }
+}
+
+/// The refusal for a path that broke a lexical rule.
+pub(crate) fn path_error(issue: PathIssue, shown: &str, max_path_len: usize) -> BundleError {
+    let path = shown.to_owned();
+    match issue {
+        PathIssue::Absolute | PathIssue::WindowsPrefix => BundleError::AbsolutePath {
+            path,
+            reason: issue.reason(),
+        },
+        PathIssue::Traversal => BundleError::PathTraversal { path },
+        PathIssue::TooLong => BundleError::PathTooLong {
+            path,
+            max: max_path_len,
+        },
+        PathIssue::Empty | PathIssue::Nul | PathIssue::LongComponent | PathIssue::GitDir => {
+            BundleError::InvalidPath {
+                path,
+                reason: issue.reason(),
+            }
+        }
+    }
+}
+
 /// The entry kinds that get extracted; everything else is refused.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -118,52 +156,86 @@ impl<'l> Extractor<'l> {
                 return Err(BundleError::SpecialFile { path: shown, kind });
             }
         };
-        let comps = paths::components(&raw_path, self.limits.max_path_len)
-            .map_err(|issue| self.path_error(issue, &shown))?;
-        if kind != Kind::Dir && paths::names_a_directory(&raw_path) {
-            return Err(BundleError::InvalidPath {
-                path: shown,
-                reason: "a file or link named like a directory (ends in `/` or `.`)",
-            });
-        }
-        let Some((name, parent_comps)) = comps.split_last() else {
-            if kind == Kind::Dir {
-                return self.pump(entry, None, &shown).map(drop);
-            }
-            return Err(BundleError::InvalidPath {
-                path: shown,
-                reason: "names the bundle root",
-            });
+        let Some(place) = self.locate(&raw_path, kind == Kind::Dir, &shown)? else {
+            return self.pump(entry, None, &shown).map(drop);
         };
-        let (parent, parent_path) = self.ensure_dirs(parent_comps, &shown)?;
-        let full = parent_path.join(OsStr::from_bytes(name));
-        match fs::symlink_metadata(&full) {
-            Ok(meta) if kind == Kind::Dir && meta.is_dir() => {
-                return self.pump(entry, None, &shown).map(drop);
-            }
-            Ok(_) => {
-                return Err(BundleError::PathConflict {
-                    path: shown,
-                    reason: "already exists in the bundle (duplicate entry)",
-                });
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(self.fs_error("inspecting an entry", e, &shown)),
-        }
+        let Place {
+            parent,
+            depth,
+            full,
+            name,
+        } = place;
         match kind {
             Kind::File => self.file(entry, &full, &shown)?,
             Kind::Dir => {
                 self.mkdir(&full, &shown)?;
-                self.tree.add_dir(parent, name);
+                self.tree.add_dir(parent, &name);
             }
-            Kind::Symlink => self.symlink(entry, &full, parent, parent_comps.len(), &shown)?,
+            Kind::Symlink => {
+                let target = entry.link_name_bytes().unwrap_or_default().into_owned();
+                self.symlink(&target, &full, parent, depth, &shown)?;
+            }
             Kind::HardLink => self.hard_link(entry, &full, &shown)?,
         }
         // Links and directories should carry no data; skip (and count) any they do.
         self.pump(entry, None, &shown).map(drop)
     }
 
-    fn count_entry(&mut self, shown: &str) -> Result<(), BundleError> {
+    /// Where a new entry at `raw_path` goes, once its path passed every rule and its parent
+    /// directories exist (created as needed). `None` when the entry is a directory that
+    /// exists already (or the root): nothing to do.
+    pub(super) fn locate(
+        &mut self,
+        raw_path: &[u8],
+        is_dir: bool,
+        shown: &str,
+    ) -> Result<Option<Place>, BundleError> {
+        self.locate_checked(raw_path, is_dir, shown, true)
+    }
+
+    fn locate_checked(
+        &mut self,
+        raw_path: &[u8],
+        is_dir: bool,
+        shown: &str,
+        look_first: bool,
+    ) -> Result<Option<Place>, BundleError> {
+        let comps = paths::components(raw_path, self.limits.max_path_len)
+            .map_err(|issue| path_error(issue, shown, self.limits.max_path_len))?;
+        if !is_dir && paths::names_a_directory(raw_path) {
+            return Err(BundleError::InvalidPath {
+                path: shown.to_owned(),
+                reason: "a file or link named like a directory (ends in `/` or `.`)",
+            });
+        }
+        let Some((name, parent_comps)) = comps.split_last() else {
+            if is_dir {
+                return Ok(None);
+            }
+            return Err(BundleError::InvalidPath {
+                path: shown.to_owned(),
+                reason: "names the bundle root",
+            });
+        };
+        let (parent, parent_path) = self.ensure_dirs(parent_comps, shown)?;
+        let full = parent_path.join(OsStr::from_bytes(name));
+        if look_first {
+            match fs::symlink_metadata(&full) {
+                Ok(meta) if is_dir && meta.is_dir() => return Ok(None),
+                Ok(_) => return Err(duplicate(shown)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(self.fs_error("inspecting an entry", e, shown)),
+            }
+        }
+        Ok(Some(Place {
+            parent,
+            depth: parent_comps.len(),
+            full,
+            name: name.to_vec(),
+        }))
+    }
+
+    pub(super) fn count_entry(&mut self, shown: &str) -> Result<(), BundleError> {
         self.entries += 1;
         if self.entries > self.limits.max_files {
             return Err(BundleError::TooManyFiles {
@@ -178,27 +250,6 @@ impl<'l> Extractor<'l> {
         BundleError::TooLarge {
             path: shown.to_owned(),
             max: self.limits.max_unpacked_bytes,
-        }
-    }
-
-    fn path_error(&self, issue: PathIssue, shown: &str) -> BundleError {
-        let path = shown.to_owned();
-        match issue {
-            PathIssue::Absolute | PathIssue::WindowsPrefix => BundleError::AbsolutePath {
-                path,
-                reason: issue.reason(),
-            },
-            PathIssue::Traversal => BundleError::PathTraversal { path },
-            PathIssue::TooLong => BundleError::PathTooLong {
-                path,
-                max: self.limits.max_path_len,
-            },
-            PathIssue::Empty | PathIssue::Nul | PathIssue::LongComponent | PathIssue::GitDir => {
-                BundleError::InvalidPath {
-                    path,
-                    reason: issue.reason(),
-                }
-            }
         }
     }
 
@@ -251,7 +302,7 @@ impl<'l> Extractor<'l> {
         Ok((id, path))
     }
 
-    fn mkdir(&self, path: &Path, shown: &str) -> Result<(), BundleError> {
+    pub(super) fn mkdir(&self, path: &Path, shown: &str) -> Result<(), BundleError> {
         DirBuilder::new()
             .mode(DIR_MODE)
             .create(path)
@@ -295,6 +346,51 @@ impl<'l> Extractor<'l> {
         self.files += 1;
         self.written += copied;
         Ok(())
+    }
+
+    /// Make room for a file of `size` bytes at `raw_path` whose bytes are already on this
+    /// filesystem (content the server holds), under every rule an archive entry meets: the
+    /// path, its parents (created), the entry and byte limits. Returns where the file goes;
+    /// the caller puts it there (a hard link) before the tree is published.
+    pub(crate) fn reserve_file(
+        &mut self,
+        raw_path: &[u8],
+        size: u64,
+    ) -> Result<PathBuf, BundleError> {
+        let shown = display_path(raw_path);
+        self.count_entry(&shown)?;
+        self.consumed = self.consumed.saturating_add(size);
+        if self.consumed > self.limits.max_unpacked_bytes {
+            return Err(self.too_large(&shown));
+        }
+        let place = self.locate_new(raw_path, &shown)?;
+        self.files += 1;
+        self.written += size;
+        Ok(place.full)
+    }
+
+    /// [`locate`](Self::locate) for an entry of a manifest: its paths are unique and none is
+    /// under another, so the entry itself is not looked for first (creating it fails with
+    /// `AlreadyExists` if it is there).
+    fn locate_new(&mut self, raw_path: &[u8], shown: &str) -> Result<Place, BundleError> {
+        let root = || BundleError::InvalidPath {
+            path: shown.to_owned(),
+            reason: "names the bundle root",
+        };
+        self.locate_checked(raw_path, false, shown, false)?
+            .ok_or_else(root)
+    }
+
+    /// A symlink placed at `raw_path` under every rule an archive entry meets.
+    pub(crate) fn place_symlink(
+        &mut self,
+        raw_path: &[u8],
+        target: &[u8],
+    ) -> Result<(), BundleError> {
+        let shown = display_path(raw_path);
+        self.count_entry(&shown)?;
+        let place = self.locate_new(raw_path, &shown)?;
+        self.symlink(target, &place.full, place.parent, place.depth, &shown)
     }
 
     /// Stream the rest of the entry's data into `out` (or nowhere), bounded by the unpacked

@@ -13,6 +13,7 @@
 mod encoding;
 mod error;
 mod extract;
+pub mod incremental;
 mod limits;
 mod links;
 pub mod partial;
@@ -117,6 +118,52 @@ pub fn ingest_bundle_as<R: Read>(
     store_root: &Path,
     limits: &BundleLimits,
 ) -> Result<BundleStats, BundleError> {
+    ingest(
+        reader,
+        declared,
+        expected_sha256,
+        store_root,
+        limits,
+        Names::Archive,
+    )
+}
+
+/// Receive a bundle fetched by its id (from the blob store, or by a runner from its server):
+/// as [`ingest_bundle_as`], except that the id may also name the unpacked tree (a bundle the
+/// server materialised from a manifest: the id is its [`incremental::TreeManifest::bundle_id`]),
+/// so either the archive's sha256 or the tree's manifest must match it.
+pub fn ingest_bundle_verified<R: Read>(
+    reader: R,
+    declared: Option<BundleEncoding>,
+    id: &str,
+    store_root: &Path,
+    limits: &BundleLimits,
+) -> Result<BundleStats, BundleError> {
+    ingest(
+        reader,
+        declared,
+        id,
+        store_root,
+        limits,
+        Names::ArchiveOrTree,
+    )
+}
+
+/// What a bundle id may be the hash of.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Names {
+    Archive,
+    ArchiveOrTree,
+}
+
+fn ingest<R: Read>(
+    reader: R,
+    declared: Option<BundleEncoding>,
+    expected_sha256: &str,
+    store_root: &Path,
+    limits: &BundleLimits,
+    names: Names,
+) -> Result<BundleStats, BundleError> {
     if !is_valid_sha256(expected_sha256) {
         let shown = display_path(expected_sha256.as_bytes());
         tracing::warn!(code = "invalid_sha256", sha = ?shown, "bundle upload refused");
@@ -129,7 +176,7 @@ pub fn ingest_bundle_as<R: Read>(
         .map_err(|e| BundleError::io("creating the bundle store", e))
         .and_then(|()| Staging::create(store_root, expected_sha256))
         .and_then(|staging| {
-            let stats = receive(reader, declared, expected_sha256, &staging, limits)?;
+            let stats = receive(reader, declared, expected_sha256, &staging, limits, names)?;
             let won = staging.publish(store_root, expected_sha256, stats.encoding)?;
             Ok((stats, won))
         });
@@ -169,6 +216,7 @@ fn receive<R: Read>(
     expected_sha256: &str,
     staging: &Staging,
     limits: &BundleLimits,
+    names: Names,
 ) -> Result<BundleStats, BundleError> {
     let shared = Rc::new(Shared::default());
     let archive_file = fs::OpenOptions::new()
@@ -215,15 +263,15 @@ fn receive<R: Read>(
     let actual = tee
         .finish()
         .map_err(|e| BundleError::io("saving the uploaded archive", e))?;
-    if actual != expected_sha256 {
+    extractor.verify_symlinks()?;
+    if actual != expected_sha256 && !names_tree(names, &staging.tree, expected_sha256) {
         return Err(BundleError::HashMismatch {
             expected: expected_sha256.to_owned(),
             actual,
         });
     }
-    extractor.verify_symlinks()?;
     Ok(BundleStats {
-        sha256: actual,
+        sha256: expected_sha256.to_owned(),
         encoding,
         files: extractor.files,
         archive_bytes: shared.raw.get(),
@@ -231,8 +279,14 @@ fn receive<R: Read>(
     })
 }
 
+/// Does `id` name the unpacked tree at `tree` (when ids may name trees)?
+fn names_tree(names: Names, tree: &Path, id: &str) -> bool {
+    names == Names::ArchiveOrTree
+        && incremental::manifest_of_dir(tree).is_ok_and(|manifest| manifest.bundle_id() == id)
+}
+
 /// The first bytes of the upload (up to a zstd magic's length; fewer only at end of input).
-fn read_head<R: Read>(reader: &mut R) -> io::Result<Vec<u8>> {
+pub(crate) fn read_head<R: Read>(reader: &mut R) -> io::Result<Vec<u8>> {
     let mut head = Vec::with_capacity(4);
     reader.take(4).read_to_end(&mut head)?;
     Ok(head)
@@ -240,7 +294,7 @@ fn read_head<R: Read>(reader: &mut R) -> io::Result<Vec<u8>> {
 
 /// After the tar end-of-archive marker only zero padding may follow (a little of it):
 /// anything else would be data we silently ignore, e.g. a second concatenated tar.
-fn drain_tar_padding<R: Read>(
+pub(crate) fn drain_tar_padding<R: Read>(
     decompressed: &mut R,
     shared: &Shared,
     limits: &BundleLimits,

@@ -23,42 +23,16 @@ use super::paths::{self, PathIssue};
 use super::tree::ROOT;
 
 impl Extractor<'_> {
-    pub(super) fn symlink<R: Read>(
+    pub(super) fn symlink(
         &mut self,
-        entry: &tar::Entry<'_, R>,
+        target: &[u8],
         full: &Path,
         parent: u32,
         depth: usize,
         shown: &str,
     ) -> Result<(), BundleError> {
-        let target = entry.link_name_bytes().unwrap_or_default().into_owned();
-        let target_shown = display_path(&target);
-        if target.len() > self.limits.max_path_len {
-            return Err(BundleError::PathTooLong {
-                path: shown.to_owned(),
-                max: self.limits.max_path_len,
-            });
-        }
-        let escape = |reason| BundleError::LinkEscape {
-            path: shown.to_owned(),
-            target: target_shown.clone(),
-            reason,
-        };
-        match paths::check_symlink_target(&target, depth) {
-            Ok(()) => {}
-            Err(PathIssue::Absolute | PathIssue::WindowsPrefix) => {
-                return Err(escape("absolute target"));
-            }
-            Err(PathIssue::Traversal) => return Err(escape("climbs above the bundle root")),
-            Err(issue) => {
-                return Err(BundleError::InvalidLink {
-                    path: shown.to_owned(),
-                    target: target_shown,
-                    reason: issue.reason(),
-                });
-            }
-        }
-        let target = Path::new(OsStr::from_bytes(&target));
+        check_link_target(target, depth, shown, self.limits.max_path_len)?;
+        let target = Path::new(OsStr::from_bytes(target));
         std::os::unix::fs::symlink(target, full)
             .map_err(|e| self.fs_error("creating a symlink", e, shown))?;
         let name = full.file_name().map(OsStrExt::as_bytes).unwrap_or_default();
@@ -231,6 +205,38 @@ impl Extractor<'_> {
                 }
             }
         }
+    }
+}
+
+/// Check a symlink target lexically, for a link whose parent is `depth` levels below the root:
+/// within the length limit, relative, never climbing above the root.
+pub(crate) fn check_link_target(
+    target: &[u8],
+    depth: usize,
+    shown: &str,
+    max_path_len: usize,
+) -> Result<(), BundleError> {
+    let target_shown = display_path(target);
+    if target.len() > max_path_len {
+        return Err(BundleError::PathTooLong {
+            path: shown.to_owned(),
+            max: max_path_len,
+        });
+    }
+    let escape = |reason| BundleError::LinkEscape {
+        path: shown.to_owned(),
+        target: target_shown.clone(),
+        reason,
+    };
+    match paths::check_symlink_target(target, depth) {
+        Ok(()) => Ok(()),
+        Err(PathIssue::Absolute | PathIssue::WindowsPrefix) => Err(escape("absolute target")),
+        Err(PathIssue::Traversal) => Err(escape("climbs above the bundle root")),
+        Err(issue) => Err(BundleError::InvalidLink {
+            path: shown.to_owned(),
+            target: target_shown,
+            reason: issue.reason(),
+        }),
     }
 }
 

@@ -211,7 +211,7 @@ impl Partial {
     }
 }
 
-fn is_plain(id: &str) -> bool {
+pub(crate) fn is_plain(id: &str) -> bool {
     (1..=64).contains(&id.len())
         && id
             .bytes()

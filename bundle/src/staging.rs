@@ -16,6 +16,7 @@ pub(crate) const STAGING_DIR: &str = ".staging";
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
+#[derive(Debug)]
 pub(crate) struct Staging {
     staging_root: PathBuf,
     dir: PathBuf,
@@ -103,6 +104,35 @@ impl Staging {
             return Err(BundleError::io("publishing the bundle archive", e));
         }
         Ok(won)
+    }
+}
+
+impl Staging {
+    /// A scratch directory inside this staging dir (removed with it).
+    pub fn scratch(&self, name: &str) -> Result<PathBuf, BundleError> {
+        let path = self.dir.join(name);
+        DirBuilder::new()
+            .mode(0o700)
+            .create(&path)
+            .map_err(|e| BundleError::io("creating a staging directory", e))?;
+        Ok(path)
+    }
+
+    /// Move the tree alone to `<store_root>/<sha>/` (a materialised bundle, whose archive is
+    /// written later). `false` when another copy got there first: it is kept.
+    pub fn publish_tree(&self, store_root: &Path, sha: &str) -> Result<bool, BundleError> {
+        match fs::rename(&self.tree, bundle_dir(store_root, sha)) {
+            Ok(()) => Ok(true),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::AlreadyExists | io::ErrorKind::DirectoryNotEmpty
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(BundleError::io("publishing the bundle directory", e)),
+        }
     }
 }
 

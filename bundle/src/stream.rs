@@ -147,6 +147,41 @@ impl<R: Read> Read for Tee<R> {
     }
 }
 
+/// Reads an upload that is not kept whole: counts raw bytes against the archive limit.
+pub(crate) struct Count<R> {
+    inner: R,
+    shared: Rc<Shared>,
+    max_archive_bytes: u64,
+}
+
+impl<R: Read> Count<R> {
+    pub fn new(inner: R, shared: Rc<Shared>, max_archive_bytes: u64) -> Self {
+        Self {
+            inner,
+            shared,
+            max_archive_bytes,
+        }
+    }
+}
+
+impl<R: Read> Read for Count<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = loop {
+            match self.inner.read(buf) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(self.shared.trip(Trip::Upload(e))),
+            }
+        };
+        let raw = self.shared.raw.get().saturating_add(n as u64);
+        self.shared.raw.set(raw);
+        if raw > self.max_archive_bytes {
+            return Err(self.shared.trip(Trip::ArchiveTooLarge));
+        }
+        Ok(n)
+    }
+}
+
 /// Sits on the decompressed stream: enforces the ratio and the per-entry header budget, so a
 /// bomb stops after about `ratio_grace_bytes` instead of being inflated.
 pub(crate) struct Guard<R> {

@@ -18,6 +18,7 @@ pub mod api;
 pub mod bundle;
 pub mod config;
 pub mod hook;
+pub mod incremental;
 pub mod keyword;
 pub mod launch;
 pub mod origin;

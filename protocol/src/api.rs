@@ -58,6 +58,11 @@ pub struct Eligibility {
     /// larger one before sending it. Absent from servers that predate it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_bundle_bytes: Option<u64>,
+    /// Whether `POST /v1/manifests` and `PUT /v1/manifests/{bundle_id}/contents` take
+    /// incremental bundles (a manifest of the tree, then only the contents the server lacks).
+    /// `false` from servers that predate them: those take full bundles only.
+    #[serde(default)]
+    pub incremental_bundles: bool,
 }
 
 /// `PUT /v1/bundles/{sha256}` response.
@@ -71,6 +76,55 @@ pub struct BundleUploaded {
     /// Size of the uploaded archive.
     pub bytes: u64,
     /// Size of the files once unpacked.
+    pub unpacked_bytes: u64,
+}
+
+/// One file or symlink of a tree, as `POST /v1/manifests` carries it. A file has `mode`
+/// (`0o644` or `0o755`: only the owner's execute bit counts), `size` and `blake3` (the BLAKE3
+/// of its bytes, 64 lowercase hex); a symlink has `target` and nothing else.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ManifestEntry {
+    /// Relative to the tree's root, `/`-separated, with no `.`, `..` or empty components.
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blake3: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+}
+
+/// `POST /v1/manifests`: a tree as files and symlinks. Without `base`, `entries` is the whole
+/// tree; with it, a change to the manifest `base` names (a bundle id this server accepted from
+/// the caller): `entries` are added or replaced and `removed` paths taken out.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ManifestRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    #[serde(default)]
+    pub entries: Vec<ManifestEntry>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<String>,
+}
+
+/// `POST /v1/manifests` response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ManifestAccepted {
+    /// The tree's bundle id; pass it as `bundle_id` when creating a session.
+    pub bundle_id: String,
+    /// The caller already holds this bundle: nothing more to send.
+    pub held: bool,
+    /// BLAKE3 digests (hex) of the contents the server lacks for the caller: send them with
+    /// `PUT /v1/manifests/{bundle_id}/contents`.
+    pub missing: Vec<String>,
+    /// Files and symlinks in the tree.
+    pub files: u64,
+    /// Bytes of the tree's files.
     pub unpacked_bytes: u64,
 }
 

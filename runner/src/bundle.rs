@@ -1,12 +1,13 @@
 //! Bundles, fetched from the server once per runner and unpacked through the same validating
-//! ingestion an upload goes through: the sha256 of the bytes must be the bundle's id, so a
-//! server or proxy cannot hand this runner another tree than the session's.
+//! ingestion an upload goes through: the sha256 of the bytes (or, for a bundle the server
+//! materialised from a manifest, the unpacked tree's id) must be the bundle's id, so a server
+//! or proxy cannot hand this runner another tree than the session's.
 
 use std::path::PathBuf;
 
 use futures_util::TryStreamExt;
 use tokio_util::io::{StreamReader, SyncIoBridge};
-use ultraplan_bundle::{self as bundles, ingest_bundle_as};
+use ultraplan_bundle::{self as bundles, ingest_bundle_verified};
 
 use crate::context::Context;
 
@@ -45,11 +46,12 @@ pub(crate) async fn ensure(ctx: &Context, sha: &str) -> Result<PathBuf, String> 
     let stream = response.bytes_stream().map_err(std::io::Error::other);
     let reader = SyncIoBridge::new(StreamReader::new(stream));
     let (owned, limits) = (sha.to_owned(), ctx.settings.bundle_limits.clone());
-    let stats =
-        tokio::task::spawn_blocking(move || ingest_bundle_as(reader, None, &owned, &root, &limits))
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("bundle {sha} was refused: {e}"))?;
+    let stats = tokio::task::spawn_blocking(move || {
+        ingest_bundle_verified(reader, None, &owned, &root, &limits)
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| format!("bundle {sha} was refused: {e}"))?;
     tracing::info!(sha256 = sha, files = stats.files, "bundle fetched");
     Ok(dir)
 }

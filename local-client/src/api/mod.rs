@@ -2,6 +2,7 @@
 
 mod environments;
 mod error;
+mod manifests;
 mod messages;
 mod secrets;
 mod uploads;

@@ -22,43 +22,49 @@ pub struct RepoState {
     pub tracked: Vec<PathBuf>,
 }
 
-/// Asks git about the repository containing `dir`.
-pub fn inspect(dir: &Path) -> RepoState {
+/// Asks git about the repository containing `dir`, running `work` (given the top level, or
+/// `dir` outside a work tree, and the tracked paths) while `git status` runs: the two read
+/// the same tree, and the status is the slow part of asking.
+pub fn inspect_while<T>(dir: &Path, work: impl FnOnce(&Path, &[PathBuf]) -> T) -> (RepoState, T) {
     let Some(top) = git(dir, &["rev-parse", "--show-toplevel"]) else {
-        return RepoState::default();
+        let done = work(dir, &[]);
+        return (RepoState::default(), done);
     };
     let top = PathBuf::from(String::from_utf8_lossy(&top).trim_end_matches('\n'));
     let top = top.canonicalize().unwrap_or(top);
-    let line = |args: &[&str]| {
-        git(&top, args)
-            .map(|out| first_line(&out))
-            .filter(|s| !s.is_empty())
-    };
-    let base_commit = line(&["rev-parse", "--verify", "-q", "HEAD^{commit}"]);
-    let branch = line(&["symbolic-ref", "-q", "--short", "HEAD"]);
-    let status = git(
-        &top,
-        &[
-            "status",
-            "--porcelain=v1",
-            "-z",
-            "--untracked-files=all",
-            "--no-renames",
-        ],
-    )
-    .unwrap_or_default();
-    let (dirty, untracked) = parse_status(&status);
-    let tracked = git(&top, &["ls-files", "-z", "--cached"])
-        .map(|out| nul_separated(&out).map(PathBuf::from).collect())
-        .unwrap_or_default();
-    RepoState {
-        toplevel: Some(top),
-        base_commit,
-        branch,
-        dirty,
-        untracked,
-        tracked,
-    }
+    std::thread::scope(|scope| {
+        let status = scope.spawn(|| {
+            let args = [
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=all",
+                "--no-renames",
+            ];
+            parse_status(&git(&top, &args).unwrap_or_default())
+        });
+        let line = |args: &[&str]| {
+            git(&top, args)
+                .map(|out| first_line(&out))
+                .filter(|s| !s.is_empty())
+        };
+        let base_commit = line(&["rev-parse", "--verify", "-q", "HEAD^{commit}"]);
+        let branch = line(&["symbolic-ref", "-q", "--short", "HEAD"]);
+        let tracked: Vec<PathBuf> = git(&top, &["ls-files", "-z", "--cached"])
+            .map(|out| nul_separated(&out).map(PathBuf::from).collect())
+            .unwrap_or_default();
+        let done = work(&top, &tracked);
+        let (dirty, untracked) = status.join().unwrap_or_default();
+        let state = RepoState {
+            toplevel: Some(top.clone()),
+            base_commit,
+            branch,
+            dirty,
+            untracked,
+            tracked,
+        };
+        (state, done)
+    })
 }
 
 /// The work tree's top level around `dir`, canonical; `None` outside a work tree.
@@ -137,6 +143,9 @@ mod tests {
     #[test]
     fn outside_a_repository_everything_is_empty() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(super::inspect(dir.path()), super::RepoState::default());
+        assert_eq!(
+            super::inspect_while(dir.path(), |_, _| ()).0,
+            super::RepoState::default()
+        );
     }
 }

@@ -30,7 +30,7 @@ pub use codec::Codec;
 pub use error::BundleError;
 pub use file::{write_file, write_to_dir};
 pub use secrets::is_secret;
-pub use walk::{SkipReason, Skipped};
+pub use walk::{Entry, EntryKind, SkipReason, Skipped, Stamp};
 
 /// gzip compression levels accepted (the fast end: bundling speed matters more than size).
 pub const LEVELS: std::ops::RangeInclusive<u32> = 1..=6;
@@ -129,9 +129,11 @@ pub fn create<W: Write>(path: &Path, options: &Options, out: W) -> Result<Bundle
     if !path.is_dir() {
         return Err(BundleError::NotADirectory { path });
     }
-    let repo = git::inspect(&path);
+    let (repo, selection) = git::inspect_while(&path, |root, tracked| {
+        walk::select(root, tracked, &options.exclude)
+    });
+    let selection = selection?;
     let root = repo.toplevel.clone().unwrap_or(path);
-    let selection = walk::select(&root, &repo.tracked, &options.exclude)?;
     let plan = plan::plan(&selection.entries, plan::CHUNK_SIZE)?;
     let source = compress::Source {
         root: &root,
@@ -159,6 +161,57 @@ pub fn create<W: Write>(path: &Path, options: &Options, out: W) -> Result<Bundle
         largest: largest(&selection.entries),
         skipped: selection.skipped,
     })
+}
+
+/// The tree a bundle of `path` would hold, without archiving it: what an incremental bundle
+/// is made of.
+pub struct Scan {
+    /// The directory that was walked.
+    pub root: PathBuf,
+    /// The files and links, sorted by path.
+    pub entries: Vec<Entry>,
+    repo: git::RepoState,
+    selection_skipped: Vec<Skipped>,
+}
+
+/// Walk the tree at `path` as [`create`] would.
+pub fn scan(path: &Path) -> Result<Scan, BundleError> {
+    let path = path.canonicalize().map_err(|source| BundleError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    if !path.is_dir() {
+        return Err(BundleError::NotADirectory { path });
+    }
+    let (repo, selection) =
+        git::inspect_while(&path, |root, tracked| walk::select(root, tracked, &[]));
+    let selection = selection?;
+    let root = repo.toplevel.clone().unwrap_or(path);
+    Ok(Scan {
+        root,
+        entries: selection.entries,
+        repo,
+        selection_skipped: selection.skipped,
+    })
+}
+
+impl Scan {
+    /// The bundle this tree is, under id `sha256`, `bytes` being what was sent for it.
+    pub fn into_bundle(self, sha256: String, encoding: Codec, bytes: u64) -> Bundle {
+        let selection = walk::Selection {
+            entries: self.entries,
+            skipped: self.selection_skipped,
+        };
+        let manifest = manifest(self.repo, &selection, bytes);
+        Bundle {
+            root: self.root,
+            sha256,
+            encoding,
+            manifest,
+            largest: largest(&selection.entries),
+            skipped: selection.skipped,
+        }
+    }
 }
 
 fn threads(options: &Options) -> usize {

@@ -23,6 +23,33 @@ pub struct Entry {
     /// Relative to the bundle root.
     pub path: PathBuf,
     pub kind: EntryKind,
+    /// What the walk saw of a file, to tell whether it changed since it was last hashed.
+    pub stamp: Stamp,
+}
+
+/// A file's inode, modification time and change time as the walk saw them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stamp {
+    pub ino: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+}
+
+impl Stamp {
+    #[cfg(unix)]
+    fn of(meta: &Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        Self {
+            ino: meta.ino(),
+            mtime_ns: meta.mtime().saturating_mul(1_000_000_000) + meta.mtime_nsec(),
+            ctime_ns: meta.ctime().saturating_mul(1_000_000_000) + meta.ctime_nsec(),
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn of(_meta: &Metadata) -> Self {
+        Self::default()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,7 +189,11 @@ fn classify(root: &Path, rel: PathBuf, meta: &Metadata) -> Option<Found> {
         size: meta.len(),
         executable: is_executable(meta),
     };
-    Some(Found::Entry(Entry { path: rel, kind }))
+    Some(Found::Entry(Entry {
+        path: rel,
+        kind,
+        stamp: Stamp::of(meta),
+    }))
 }
 
 fn link(root: &Path, rel: PathBuf) -> Found {
@@ -170,6 +201,7 @@ fn link(root: &Path, rel: PathBuf) -> Found {
         Ok(target) if symlink::stays_inside(root, &rel, &target) => Found::Entry(Entry {
             path: rel,
             kind: EntryKind::Symlink { target },
+            stamp: Stamp::default(),
         }),
         Ok(target) => {
             let detail = format!("points to {}", target.display());

@@ -77,6 +77,7 @@ async fn try_launch(env: &Env, input: &HookInput) -> anyhow::Result<(String, Str
         codec: ultraplan::bundle::Codec::negotiate(&eligibility.accepts_bundle_encodings),
         resumable: eligibility.resumable_bundle_uploads,
         max_bundle_bytes: eligibility.max_bundle_bytes,
+        incremental: eligibility.incremental_bundles,
     };
     let launched = launch::run(env, &client, &settings, &request).await?;
     Ok((launched.session.title, launched.session.url))

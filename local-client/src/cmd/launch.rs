@@ -40,6 +40,8 @@ pub struct Request {
     pub resumable: bool,
     /// The largest archive the server takes, when it says.
     pub max_bundle_bytes: Option<u64>,
+    /// The server takes incremental bundles: send the manifest and only what it lacks.
+    pub incremental: bool,
 }
 
 /// A created session.
@@ -101,6 +103,7 @@ pub async fn command(env: &Env, args: &LaunchArgs) -> anyhow::Result<ExitCode> {
         codec: Codec::negotiate(&eligibility.accepts_bundle_encodings),
         resumable: eligibility.resumable_bundle_uploads,
         max_bundle_bytes: eligibility.max_bundle_bytes,
+        incremental: eligibility.incremental_bundles,
     };
     let launched = run(env, &client, &settings, &request).await?;
     if args.json {
@@ -160,10 +163,16 @@ pub async fn run(
     settings: &Settings,
     request: &Request,
 ) -> anyhow::Result<Launched> {
-    let (bundle, file) = make_bundle(&request.repo, request.codec, request.quiet).await?;
-    let uploaded = upload(client, &bundle, &file, request).await;
-    let _ = std::fs::remove_file(&file);
-    uploaded?;
+    let bundle = match send_incremental(client, settings, request).await {
+        Some(bundle) => bundle,
+        None => {
+            let (bundle, file) = make_bundle(&request.repo, request.codec, request.quiet).await?;
+            let uploaded = upload(client, &bundle, &file, request).await;
+            let _ = std::fs::remove_file(&file);
+            uploaded?;
+            bundle
+        }
+    };
     let mut create = launch::create_request(&request.prompt, &bundle, request.draft_plan.clone());
     create.session_context.environment = request.environment.clone();
     let session = client
@@ -187,6 +196,77 @@ pub async fn run(
         }
     }
     Ok(Launched { session, state })
+}
+
+/// The tree sent as its manifest and the contents the server lacks, when the server takes
+/// that; `None` (say why) when a whole bundle must go instead.
+async fn send_incremental(
+    client: &Client,
+    settings: &Settings,
+    request: &Request,
+) -> Option<Bundle> {
+    if !request.incremental || ultraplan::incremental::switched_off() {
+        return None;
+    }
+    let places = ultraplan::incremental::Places {
+        state_dir: ultraplan::paths::state_dir().ok()?,
+        cache_dir: ultraplan::paths::cache_dir().ok()?,
+        server: settings.server.clone(),
+        token: settings.token.clone().unwrap_or_default(),
+    };
+    let spinner = ui::spinner(
+        &format!("Sending {}", request.repo.display()),
+        request.quiet,
+    );
+    let sent = ultraplan::incremental::send(client, &request.repo, &places).await;
+    spinner.finish_and_clear();
+    let sent = match sent {
+        Ok(sent) => sent,
+        Err(error) => {
+            tracing::info!(%error, "incremental bundle failed; sending the whole bundle");
+            ui::note(
+                request.quiet,
+                &format!(
+                    "ultraplan: could not send only the changes ({error}); sending the whole bundle"
+                ),
+            );
+            return None;
+        }
+    };
+    let note = match &sent.uploaded {
+        None => format!(
+            "Bundle of {} files unchanged, not uploaded",
+            sent.bundle.manifest.files
+        ),
+        Some(_) => format!(
+            "Sent {} of {} files ({}{})",
+            if sent.as_delta {
+                "the changes"
+            } else {
+                "the manifest"
+            },
+            sent.bundle.manifest.files,
+            human_bytes(sent.manifest_bytes + sent.contents_bytes),
+            if sent.contents_bytes > 0 {
+                ", contents the server lacked included"
+            } else {
+                ""
+            }
+        ),
+    };
+    tracing::info!(
+        manifest_bytes = sent.manifest_bytes,
+        contents_bytes = sent.contents_bytes,
+        delta = sent.as_delta,
+        hashed = sent.hashed,
+        scan_ms = sent.timings.scan_ms,
+        manifest_ms = sent.timings.manifest_ms,
+        contents_ms = sent.timings.contents_ms,
+        bundle_id = %sent.bundle.sha256,
+        "incremental bundle sent"
+    );
+    ui::note(request.quiet, &note);
+    Some(sent.bundle)
 }
 
 async fn make_bundle(repo: &Path, codec: Codec, quiet: bool) -> anyhow::Result<(Bundle, PathBuf)> {

@@ -235,6 +235,7 @@ async fn launch_in_background(env: &Env, prompt: String) -> anyhow::Result<(Stri
         codec: ultraplan::bundle::Codec::negotiate(&eligibility.accepts_bundle_encodings),
         resumable: eligibility.resumable_bundle_uploads,
         max_bundle_bytes: eligibility.max_bundle_bytes,
+        incremental: eligibility.incremental_bundles,
     };
     let launched = launch::run(env, &client, &settings, &request).await?;
     Ok((launched.session.id, launched.session.url))

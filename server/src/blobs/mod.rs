@@ -14,6 +14,7 @@ mod error;
 mod location;
 mod materialise;
 mod s3;
+pub mod tree_archive;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -30,7 +31,7 @@ use ultraplan_bundle::BundleEncoding;
 
 pub use error::BlobError;
 pub use location::{BlobLocation, LocationError};
-pub use materialise::ensure_bundle_tree;
+pub use materialise::{ensure_bundle_tree, ensure_session_bundle_tree};
 
 /// Bytes per multipart part (S3's minimum for all but the last part is 5 MiB).
 const PART_BYTES: usize = 5 * 1024 * 1024;

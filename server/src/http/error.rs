@@ -105,6 +105,9 @@ impl ApiError {
             ApiError::Bundle(e) if !e.is_client_error() => {
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal")
             }
+            ApiError::Bundle(e) if matches!(e.code(), "unknown_base" | "missing_content") => {
+                (StatusCode::CONFLICT, e.code())
+            }
             ApiError::Bundle(e) if e.code() == "archive_too_large" || e.code() == "too_large" => {
                 (StatusCode::PAYLOAD_TOO_LARGE, e.code())
             }

@@ -19,6 +19,8 @@ use crate::http::api;
         api::bundles::put,
         api::bundle_uploads::head,
         api::bundle_uploads::patch,
+        api::manifests::post,
+        api::manifests::put_contents,
         api::sessions::create,
         api::sessions::list,
         api::sessions::get,

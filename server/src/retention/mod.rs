@@ -35,7 +35,8 @@ pub struct Swept {
     pub orphans: u64,
     /// Blobs removed from the blob store that no bundle row knew.
     pub orphan_blobs: u64,
-    /// Files of resumable uploads untouched for a day, removed.
+    /// Files of resumable uploads untouched for a day, and of incremental bundles (manifests
+    /// unused for a week, contents no tree links), removed.
     pub partial_uploads: u64,
     /// Login links deleted.
     pub links: u64,
@@ -89,7 +90,15 @@ pub async fn sweep(state: &Core, now: i64) -> Result<Swept, StoreError> {
     swept.orphan_blobs = orphans::sweep_blobs(state, &root, cutoff).await?;
     let partials_root = root.clone();
     swept.partial_uploads = tokio::task::spawn_blocking(move || {
-        ultraplan_bundle::partial::sweep(&partials_root, ultraplan_bundle::partial::PARTIAL_TTL)
+        let partials = ultraplan_bundle::partial::sweep(
+            &partials_root,
+            ultraplan_bundle::partial::PARTIAL_TTL,
+        );
+        let incremental = ultraplan_bundle::incremental::sweep(
+            &partials_root,
+            ultraplan_bundle::incremental::TTL,
+        );
+        partials + incremental
     })
     .await
     .map_or(0, |n| u64::try_from(n).unwrap_or(u64::MAX));
@@ -115,6 +124,7 @@ pub(crate) async fn remove_files(root: &Path, sha: &str) {
     }
     let dir = ultraplan_bundle::bundle_dir(root, sha);
     let archive = ultraplan_bundle::archive_path(root, sha);
+    let manifest = ultraplan_bundle::incremental::tree_manifest_path(root, sha);
     let removed = tokio::task::spawn_blocking(move || {
         let tree = match std::fs::remove_dir_all(&dir) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
@@ -124,6 +134,7 @@ pub(crate) async fn remove_files(root: &Path, sha: &str) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
         };
+        let _ = std::fs::remove_file(&manifest);
         tree.and(file)
     })
     .await

@@ -21,7 +21,7 @@ fn stored_ids(root: &Path, cutoff: i64) -> std::io::Result<Vec<String>> {
         let entry = entry?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        let sha = [".tar.gz", ".tar.zst"]
+        let sha = [".tar.gz", ".tar.zst", ".tree"]
             .iter()
             .find_map(|ext| name.strip_suffix(ext))
             .unwrap_or(&name);

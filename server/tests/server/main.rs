@@ -12,6 +12,7 @@ mod decisions;
 mod environments;
 mod events;
 mod execution;
+mod incremental;
 mod lease_suite;
 mod parking;
 mod quota;

@@ -28,7 +28,7 @@ async fn launch_sends_zstd_to_a_server_that_accepts_it_and_the_session_plans() {
     );
 
     let term = Terminal::new(&server.base_url, &server.token);
-    let out = term.run(&[
+    let out = term.run_whole(&[
         "launch",
         "--yes",
         "--json",

@@ -18,6 +18,7 @@ mod fleet_replicas;
 mod flows;
 mod gateway_anthropic;
 mod gateway_openai;
+mod incremental_bundle;
 mod lifecycle;
 mod live_clients;
 mod multi_agent;

@@ -75,6 +75,14 @@ impl Terminal {
         self.command(args).output().expect("run ultraplan")
     }
 
+    /// [`run`](Self::run) with incremental bundles switched off: whole bundles only.
+    pub(super) fn run_whole(&self, args: &[&str]) -> Output {
+        self.command(args)
+            .env("ULTRAPLAN_INCREMENTAL", "0")
+            .output()
+            .expect("run ultraplan")
+    }
+
     /// `ultraplan <args>` in the repository, with this terminal's home and server.
     pub(super) fn command(&self, args: &[&str]) -> std::process::Command {
         let mut cmd = std::process::Command::new(workspace_bin("ultraplan").expect("client"));

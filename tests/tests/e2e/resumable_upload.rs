@@ -51,7 +51,7 @@ async fn an_upload_cut_halfway_resumes_and_resends_little() {
     add_noise(&term, megabytes);
 
     let started = std::time::Instant::now();
-    let out = term.run(&[
+    let out = term.run_whole(&[
         "launch",
         "--yes",
         "--json",
@@ -122,7 +122,7 @@ async fn a_bundle_over_the_limit_is_refused_whole_until_ultraplanignore_leaves_d
         "--no-watch",
         "ultraplan keep the data",
     ];
-    let refused = term.run(&launch);
+    let refused = term.run_whole(&launch);
     assert!(!refused.status.success(), "{}", text(&refused));
     let said = text(&refused);
     for needle in ["refused", ".ultraplanignore", "data.bin", "3.0 MB"] {
@@ -132,7 +132,7 @@ async fn a_bundle_over_the_limit_is_refused_whole_until_ultraplanignore_leaves_d
     assert_eq!(sessions["data"], json!([]), "nothing was launched");
 
     std::fs::write(term.repo.join(".ultraplanignore"), "# large data\n*.bin\n").expect("write");
-    let out = term.run(&launch);
+    let out = term.run_whole(&launch);
     assert!(out.status.success(), "{}", text(&out));
     let session: Value = serde_json::from_slice(&out.stdout).expect("session json");
     let tree = server

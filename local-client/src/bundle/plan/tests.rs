@@ -11,6 +11,7 @@ fn file(path: &str, size: u64) -> Entry {
             size,
             executable: false,
         },
+        stamp: Default::default(),
     }
 }
 
@@ -59,6 +60,7 @@ fn the_stream_is_a_valid_tar_even_with_tiny_chunks() {
             kind: EntryKind::Symlink {
                 target: "a.txt".into(),
             },
+            stamp: Default::default(),
         },
         file("z", 0),
     ];

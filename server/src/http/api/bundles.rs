@@ -133,7 +133,7 @@ pub(super) async fn keep(
 }
 
 /// A Content-Length within `max`, then the encoding the Content-Type declares.
-fn check_headers(headers: &HeaderMap, max: u64) -> ApiResult<Option<BundleEncoding>> {
+pub(super) fn check_headers(headers: &HeaderMap, max: u64) -> ApiResult<Option<BundleEncoding>> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())

@@ -110,6 +110,7 @@ pub async fn eligibility(
             accepts_bundle_encodings: bundle_encodings(),
             resumable_bundle_uploads: true,
             max_bundle_bytes: Some(state.core.config.bundle_limits.max_archive_bytes),
+            incremental_bundles: true,
         }));
     };
     let flags = crate::flags::for_user(&state.core, &user.id).await?;
@@ -147,6 +148,7 @@ pub async fn eligibility(
         accepts_bundle_encodings: bundle_encodings(),
         resumable_bundle_uploads: true,
         max_bundle_bytes: Some(state.core.config.bundle_limits.max_archive_bytes),
+        incremental_bundles: true,
     }))
 }
 

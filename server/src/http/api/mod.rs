@@ -6,6 +6,7 @@ pub mod comments;
 pub mod environments;
 pub mod events;
 mod extract;
+pub mod manifests;
 pub mod meta;
 pub mod patch;
 pub mod runner_bundles;
@@ -33,6 +34,11 @@ pub fn routes(max_json_body: usize) -> Router<AppState> {
         .route(
             "/v1/bundles/{sha256}/upload",
             head(bundle_uploads::head).patch(bundle_uploads::patch),
+        )
+        .route("/v1/manifests", post(manifests::post))
+        .route(
+            "/v1/manifests/{bundle_id}/contents",
+            put(manifests::put_contents),
         )
         .route("/v1/runner/bundles/{bundle_id}", get(runner_bundles::get))
         .route("/v1/runner/connect", get(runner_connect::connect))

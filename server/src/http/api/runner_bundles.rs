@@ -10,6 +10,9 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
+use std::time::Duration;
+
+use crate::blobs::tree_archive::{ARCHIVE_WAIT, find_or_wait};
 use crate::blobs::{self, BlobError};
 use crate::http::api::bundles::{blob_error, blob_store, check_sha};
 use crate::http::error::{ApiError, ApiResult};
@@ -35,8 +38,10 @@ pub async fn get(
     check_sha(&bundle_id)?;
     let blobs = blob_store(&state)?;
     let missing = || ApiError::NotFound("bundle");
-    let encoding = blobs
-        .find_bundle(&bundle_id)
+    // A bundle materialised moments ago may still be on its way to the blob store.
+    let known = state.core.store.bundle_known(&bundle_id).await?;
+    let wait = if known { ARCHIVE_WAIT } else { Duration::ZERO };
+    let encoding = find_or_wait(&blobs, &state.core.config.bundles_dir(), &bundle_id, wait)
         .await
         .map_err(blob_error)?
         .ok_or_else(missing)?;

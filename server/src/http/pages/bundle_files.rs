@@ -47,9 +47,13 @@ pub async fn bundle_root(state: &AppState, row: &SessionRow) -> Option<PathBuf> 
             return None;
         }
     };
-    let dir =
-        crate::blobs::ensure_bundle_tree(&blobs, &config.bundles_dir(), sha, &config.bundle_limits)
-            .await;
+    let dir = crate::blobs::ensure_session_bundle_tree(
+        &blobs,
+        &config.bundles_dir(),
+        sha,
+        &config.bundle_limits,
+    )
+    .await;
     match dir {
         Ok(dir) => Some(dir),
         Err(error) => {

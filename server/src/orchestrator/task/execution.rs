@@ -6,7 +6,7 @@ use ultraplan_protocol::frames::AgentMode;
 use ultraplan_protocol::patch::{Execution, ExecutionState};
 
 use super::SessionTask;
-use crate::blobs::ensure_bundle_tree;
+use crate::blobs::ensure_session_bundle_tree;
 use crate::execution::{EXECUTION_STARTED, Ending, PatchSource, is_execution_started};
 use crate::store::StoreResult;
 
@@ -103,7 +103,7 @@ impl SessionTask {
             .ok_or("the session has no bundle")?;
         let config = &self.inner.state.config;
         let blobs = config.blobs().map_err(|e| e.to_string())?;
-        ensure_bundle_tree(&blobs, &config.bundles_dir(), bundle, &config.bundle_limits)
+        ensure_session_bundle_tree(&blobs, &config.bundles_dir(), bundle, &config.bundle_limits)
             .await
             .map_err(|e| e.to_string())
     }
