@@ -1,6 +1,6 @@
 //! The real `ultraplan launch` killed with SIGKILL half way through its bundle upload. A proxy
 //! paces the upload so the kill lands mid-body. The bundle is large, so it goes as a resumable
-//! upload: the server keeps the bytes that arrived as its owner's partial upload and nothing
+//! upload (whole bundles here; incremental bundles are tested in `incremental_bundle`): the server keeps the bytes that arrived as its owner's partial upload and nothing
 //! else (no staged files, no bundle, no session), goes on serving, and a fresh launch of the
 //! same repository sends only the rest.
 
@@ -82,6 +82,7 @@ async fn the_real_client_killed_mid_upload_leaves_only_its_partial_upload_and_re
 
     let mut client = term
         .command(&launch)
+        .env("ULTRAPLAN_INCREMENTAL", "0")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -130,7 +131,7 @@ async fn the_real_client_killed_mid_upload_leaves_only_its_partial_upload_and_re
     assert!(health.status().is_success(), "the server still serves");
 
     // A fresh launch sends only what the server lacks, and plans.
-    let out = term.run(&launch);
+    let out = term.run_whole(&launch);
     assert!(out.status.success(), "{}", text(&out));
     let rest = proxy.uploaded() - sent;
     let session: serde_json::Value = serde_json::from_slice(&out.stdout).expect("session json");
