@@ -140,6 +140,7 @@ pub async fn find_or_wait(
         if tokio::time::Instant::now() >= deadline {
             return Ok(None);
         }
+        // Another replica writes the archive to a store that sends no event: poll it.
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }

@@ -133,7 +133,7 @@ impl SessionTask {
             Ok(run) => run,
             Err(why) => return Ok(self.end_environment(why).await),
         };
-        self.note_setup(&wanted, &run, &label).await;
+        self.note_setup(&wanted, &run, (&label, "setup")).await;
         self.build(&sandbox, &wanted, run).await
     }
 
@@ -277,21 +277,31 @@ impl SessionTask {
         }
     }
 
-    async fn note_setup(&self, wanted: &Wanted, run: &SetupRun, label: &str) {
+    /// Say a run of the environment's `phase` (`setup` or `maintenance`) is starting.
+    pub(super) async fn note_setup(
+        &self,
+        wanted: &Wanted,
+        run: &SetupRun,
+        (label, phase): (&str, &str),
+    ) {
         let network = if wanted.file.setup_network.is_empty() {
             "none".to_owned()
         } else {
             wanted.file.setup_network.join(", ")
         };
+        let doing = match phase {
+            "setup" => "Setting up the environment",
+            _ => "Running the environment's maintenance",
+        };
         let message = format!(
-            "Setting up the environment from {label} ({} command{}; network: {network}; time \
-             limit {} s).",
+            "{doing} from {label} ({} command{}; network: {network}; time limit {} s).",
             run.commands.len(),
             if run.commands.len() == 1 { "" } else { "s" },
             run.timeout.as_secs()
         );
         let data = json!({
             "key": wanted.key,
+            "phase": phase,
             "source": label,
             "commands": run.commands,
             "network": wanted.file.setup_network,

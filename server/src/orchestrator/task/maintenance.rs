@@ -6,7 +6,7 @@
 
 use serde_json::json;
 use tokio::sync::mpsc;
-use ultraplan_protocol::constants::{ENVIRONMENT_READY, ENVIRONMENT_SETUP};
+use ultraplan_protocol::constants::ENVIRONMENT_READY;
 use ultraplan_runner::environment::{PrepareError, SetupReport, SetupRun, Wanted};
 
 use super::SessionTask;
@@ -21,7 +21,7 @@ impl SessionTask {
         label: &str,
         run: SetupRun,
     ) -> Result<Readiness, String> {
-        self.note_maintenance(wanted, &run, label).await;
+        self.note_setup(wanted, &run, (label, "maintenance")).await;
         let (tx, rx) = mpsc::unbounded_channel();
         let environments = self.inner.settings.environments.clone();
         let maintaining = environments.maintain(sandbox, &wanted.key, run, tx);
@@ -40,27 +40,6 @@ impl SessionTask {
                 .end_environment(format!("the environment could not be maintained: {other}"))
                 .await),
         }
-    }
-
-    async fn note_maintenance(&self, wanted: &Wanted, run: &SetupRun, label: &str) {
-        let count = run.commands.len();
-        let message = format!(
-            "Running the environment's maintenance from {label} ({count} command{}; time limit \
-             {} s).",
-            if count == 1 { "" } else { "s" },
-            run.timeout.as_secs()
-        );
-        let data = json!({
-            "key": wanted.key,
-            "phase": "maintenance",
-            "source": label,
-            "commands": run.commands,
-            "network": wanted.file.setup_network,
-            "secrets": wanted.file.secrets,
-            "timeout_seconds": run.timeout.as_secs(),
-        });
-        self.append_events(&[note(ENVIRONMENT_SETUP, message, data)])
-            .await;
     }
 
     async fn note_maintained(&self, key: &str, report: &SetupReport) {
