@@ -49,19 +49,25 @@ impl OwnerStore {
     }
 
     /// The contents `manifest` needs that the owner does not hold, with their sizes; only
-    /// among `among` when given (the rest are taken to be held).
+    /// among `among` (contents and their sizes) when given: the rest are taken to be held.
     pub fn missing(
         &self,
         manifest: &TreeManifest,
-        among: Option<&HashSet<Digest>>,
+        among: Option<&BTreeMap<Digest, u64>>,
     ) -> BTreeMap<Digest, u64> {
-        manifest
-            .contents()
-            .into_iter()
-            .filter(|(digest, _)| among.is_none_or(|among| among.contains(digest)))
-            .filter(|(digest, _)| !self.has(digest))
-            .map(|(digest, (size, _))| (digest, size))
-            .collect()
+        match among {
+            Some(among) => among
+                .iter()
+                .filter(|(digest, _)| !self.has(digest))
+                .map(|(digest, size)| (*digest, *size))
+                .collect(),
+            None => manifest
+                .contents()
+                .into_iter()
+                .filter(|(digest, _)| !self.has(digest))
+                .map(|(digest, (size, _))| (digest, size))
+                .collect(),
+        }
     }
 
     /// Which of `digests` the owner holds, looked up on several threads (a large tree's

@@ -10,11 +10,11 @@ use crate::error::{BundleError, display_path};
 /// lacks, or an entry given twice, is refused: the client's idea of the base is not the
 /// server's. The result still has to pass [`TreeManifest::check`].
 pub fn apply(
-    base: &TreeManifest,
+    base: TreeManifest,
     removed: &[String],
     entries: Vec<ManifestEntry>,
 ) -> Result<TreeManifest, BundleError> {
-    let mut tree = base.clone();
+    let mut tree = base;
     for path in removed {
         if tree.entries.remove(path).is_none() {
             return Err(BundleError::InvalidManifest(format!(

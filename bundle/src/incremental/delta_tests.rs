@@ -84,7 +84,7 @@ fn deltas_apply_or_are_refused() {
     ];
     for (name, removed, entries, want) in cases {
         let removed: Vec<String> = removed.into_iter().map(str::to_owned).collect();
-        let got = apply(&base(), &removed, entries);
+        let got = apply(base(), &removed, entries);
         match (got, want) {
             (Ok(tree), Ok(want)) => assert_eq!(paths(&tree), want, "{name}"),
             (Err(e), Err(code)) => assert_eq!(e.code(), code, "{name}: {e}"),
@@ -95,7 +95,7 @@ fn deltas_apply_or_are_refused() {
 
 #[test]
 fn a_replaced_entry_takes_the_new_content() {
-    let tree = apply(&base(), &[], vec![file("a", 9)]).unwrap();
+    let tree = apply(base(), &[], vec![file("a", 9)]).unwrap();
     let a = tree.entries().find(|(p, _)| *p == "a").unwrap().1;
     assert!(matches!(a, Node::File { blake3, .. } if *blake3 == [9; 32]));
 }

@@ -89,29 +89,24 @@ impl TreeManifest {
     /// symlink, symlink targets relative and inside, one size per content, and the entry and
     /// byte limits (directories count as entries, as when an archive is unpacked).
     pub fn check(&self, limits: &BundleLimits) -> Result<Totals, BundleError> {
+        let shown = |path: &str| display_path(path.as_bytes());
+        // Paths are in byte order, so everything under a directory comes in one run: its
+        // directories are new exactly past the part a path shares with the one before.
         let mut dirs: HashSet<&str> = HashSet::new();
         let mut sizes: HashMap<&Digest, u64> = HashMap::new();
-        let mut bytes = 0u64;
-        let mut count = 0u64;
+        let (mut bytes, mut count, mut previous) = (0u64, 0u64, "");
         for (path, node) in &self.entries {
-            let shown = display_path(path.as_bytes());
-            let depth = check_path(path, &shown, limits)?;
-            for (i, _) in path.match_indices('/') {
-                let dir = &path[..i];
-                if self.entries.contains_key(dir) {
-                    return Err(BundleError::PathConflict {
-                        path: shown,
-                        reason: "a parent of this entry is not a directory",
-                    });
-                }
-                if dirs.insert(dir) {
-                    count += 1;
-                }
+            let depth = check_path(path, limits)?;
+            let shared = common_prefix(previous, path);
+            for (i, _) in path.match_indices('/').filter(|(i, _)| *i >= shared) {
+                dirs.insert(&path[..i]);
+                count += 1;
             }
+            previous = path;
             count += 1;
             if count > limits.max_files {
                 return Err(BundleError::TooManyFiles {
-                    path: shown,
+                    path: shown(path),
                     max: limits.max_files,
                 });
             }
@@ -119,22 +114,36 @@ impl TreeManifest {
                 Node::File { size, blake3, .. } => {
                     if *sizes.entry(blake3).or_insert(*size) != *size {
                         return Err(BundleError::InvalidManifest(format!(
-                            "{shown:?}: content {} is given two sizes",
+                            "{:?}: content {} is given two sizes",
+                            shown(path),
                             hex::encode(blake3)
                         )));
                     }
                     bytes = bytes.saturating_add(*size);
                     if bytes > limits.max_unpacked_bytes {
                         return Err(BundleError::TooLarge {
-                            path: shown,
+                            path: shown(path),
                             max: limits.max_unpacked_bytes,
                         });
                     }
                 }
                 Node::Symlink { target } => {
-                    check_link_target(target.as_bytes(), depth, &shown, limits.max_path_len)?;
+                    check_link_target(target.as_bytes(), depth, &shown(path), limits.max_path_len)?;
                 }
             }
+        }
+        // An entry that is also a directory: name the first path under it.
+        if let Some(file) = self.entries.keys().find(|p| dirs.contains(p.as_str())) {
+            let under = format!("{file}/");
+            let child = self
+                .entries
+                .range(under.clone()..)
+                .next()
+                .map_or(under, |(p, _)| p.clone());
+            return Err(BundleError::PathConflict {
+                path: shown(&child),
+                reason: "a parent of this entry is not a directory",
+            });
         }
         Ok(Totals {
             files: self.entries.len() as u64,
@@ -214,14 +223,20 @@ impl TreeManifest {
     }
 }
 
+/// How many leading bytes `a` and `b` share.
+fn common_prefix(a: &str, b: &str) -> usize {
+    a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
+}
+
 /// A path is canonical (`a/b`: no empty, `.` or `..` parts) and passes the archive rules.
 /// Returns the depth of its parent directory.
-fn check_path(path: &str, shown: &str, limits: &BundleLimits) -> Result<usize, BundleError> {
+fn check_path(path: &str, limits: &BundleLimits) -> Result<usize, BundleError> {
+    let shown = || display_path(path.as_bytes());
     let comps = paths::components(path.as_bytes(), limits.max_path_len)
-        .map_err(|issue| path_error(issue, shown, limits.max_path_len))?;
+        .map_err(|issue| path_error(issue, &shown(), limits.max_path_len))?;
     if comps.join(&b'/') != path.as_bytes() {
         return Err(BundleError::InvalidPath {
-            path: shown.to_owned(),
+            path: shown(),
             reason: "not in canonical form (`dir/name`, no empty or `.` components)",
         });
     }
@@ -275,13 +290,13 @@ pub fn parse_digest(text: &str) -> Option<Digest> {
     Some(out)
 }
 
-fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+pub(super) fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
     out.extend_from_slice(&len.to_be_bytes());
     out.extend_from_slice(bytes);
 }
 
-fn take_text(bytes: &[u8]) -> Option<(String, &[u8])> {
+pub(super) fn take_text(bytes: &[u8]) -> Option<(String, &[u8])> {
     let (len, rest) = bytes.split_first_chunk::<4>()?;
     let len = usize::try_from(u32::from_be_bytes(*len)).ok()?;
     let (text, rest) = (rest.get(..len)?, rest.get(len..)?);

@@ -105,6 +105,16 @@ fn manifests_are_checked_like_archives() {
             Some("path_conflict"),
         ),
         (
+            "a path under a file, a sibling between them",
+            vec![file("a", 1, 1), file("a-x", 3, 1), file("a/b", 2, 1)],
+            Some("path_conflict"),
+        ),
+        (
+            "a directory counts once",
+            vec![file("d/a", 1, 1), file("d-x", 2, 1), file("d/b", 3, 1)],
+            None,
+        ),
+        (
             "a path under a link",
             vec![link("a", "b"), file("a/b", 2, 1)],
             Some("path_conflict"),

@@ -1,9 +1,14 @@
-//! A bundle's tree built from its manifest and the owner's contents, in two steps. First,
-//! while the client waits, everything that can be refused: the contents received and
-//! checked, the directories and symlinks made through the same extractor an uploaded archive
-//! goes through (paths, symlinks lexically and on the real tree, counts and sizes), and every
-//! file's content found. Then, after the answer, the files are hard-linked (or copied) from
-//! the content store and the tree is published: work that can only fail on the server's side.
+//! A bundle's tree built from its manifest and the owner's contents, in steps. The contents
+//! are received and checked against their names ([`receive_contents`]). Then the tree is laid
+//! out in staging through the same extractor an uploaded archive goes through (paths,
+//! symlinks lexically and on the real tree, counts and sizes) and every file's content found
+//! ([`Incoming::lay_out`]): everything that can be refused. Last, the files are hard-linked (or
+//! copied) from the content store and the tree is published ([`Prepared::finish`]): work that
+//! can only fail on the server's side, done after the upload is answered.
+//!
+//! A change on a base whose tree is here, touching no symlink ([`super::OnBase`]), is answered
+//! once its changed files' contents are found ([`Incoming::check_present`]), before the tree
+//! is laid out: the base's tree passed every check the new one could fail on disk.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions, Permissions};
@@ -76,6 +81,32 @@ pub fn prepare_contents<R: Read>(
     owner: &OwnerStore,
     limits: &BundleLimits,
 ) -> Result<Prepared, BundleError> {
+    receive_contents(reader, declared, manifest, id, store_root, owner, limits)?
+        .lay_out(manifest, limits)
+}
+
+/// Contents received for bundle `id`, checked against their names, in its staging directory;
+/// its tree not laid out yet ([`Incoming::lay_out`]). Dropping it removes everything it made.
+#[derive(Debug)]
+pub struct Incoming {
+    staging: Staging,
+    scratch: PathBuf,
+    received: Received,
+    id: String,
+    owner: OwnerStore,
+}
+
+/// Receive the contents of `manifest` the upload in `reader` carries (any of the tree's, each
+/// once, hashing to its name) into a staging directory for bundle `id`.
+pub fn receive_contents<R: Read>(
+    reader: R,
+    declared: Option<BundleEncoding>,
+    manifest: &TreeManifest,
+    id: &str,
+    store_root: &Path,
+    owner: &OwnerStore,
+    limits: &BundleLimits,
+) -> Result<Incoming, BundleError> {
     fs::create_dir_all(store_root).map_err(|e| BundleError::io("creating the bundle store", e))?;
     let staging = Staging::create(store_root, id)?;
     let scratch = staging.scratch("contents")?;
@@ -86,49 +117,147 @@ pub fn prepare_contents<R: Read>(
         .map(|(digest, (size, _))| (digest, size))
         .collect();
     let received = receive(reader, declared, &wanted, &scratch, limits)?;
-    let held = owner.holding(wanted.keys().filter(|d| !received.staged.contains_key(*d)));
-    let mut sources = Sources {
-        owner,
-        received: &received,
-        held: &held,
-        scratch: &scratch,
-        made: HashMap::new(),
-    };
-    let root = fs::canonicalize(&staging.tree)
-        .map_err(|e| BundleError::io("resolving the staging tree", e))?;
-    let mut extractor = Extractor::new(root, limits, Rc::new(Shared::default()));
-    let mut links = Vec::with_capacity(manifest.len());
-    for (path, node) in manifest.entries() {
-        match node {
-            Node::File {
-                executable,
-                size,
-                blake3,
-            } => {
-                let source = sources.get(blake3, *executable, path)?;
-                let target = extractor.reserve_file(path.as_bytes(), *size)?;
-                links.push((source, target, *executable));
-            }
-            Node::Symlink { target } => {
-                extractor.place_symlink(path.as_bytes(), target.as_bytes())?;
+    Ok(Incoming {
+        staging,
+        scratch,
+        received,
+        id: id.to_owned(),
+        owner: owner.clone(),
+    })
+}
+
+impl Incoming {
+    /// Raw bytes of the contents upload.
+    pub fn archive_bytes(&self) -> u64 {
+        self.received.archive_bytes
+    }
+
+    /// Every file of `manifest` at one of `paths` has its content here: received now, or held
+    /// by the owner. The check a change on a base needs before it is answered ([`OnBase`]);
+    /// [`lay_out`](Self::lay_out) checks the whole tree.
+    ///
+    /// [`OnBase`]: super::OnBase
+    pub fn check_present(
+        &self,
+        manifest: &TreeManifest,
+        paths: &[String],
+    ) -> Result<(), BundleError> {
+        for path in paths {
+            let Some(Node::File { blake3, .. }) = manifest.entries.get(path) else {
+                continue;
+            };
+            if !self.received.staged.contains_key(blake3) && !self.owner.has(blake3) {
+                return Err(missing(blake3, path));
             }
         }
+        Ok(())
     }
-    extractor.verify_symlinks()?;
-    let keep = sources.to_keep();
-    Ok(Prepared {
-        id: id.to_owned(),
-        manifest_bytes: manifest.to_bytes(),
-        links,
-        keep,
-        owner: owner.clone(),
-        stats: Materialised {
-            files: extractor.files,
-            unpacked_bytes: extractor.written,
-            archive_bytes: received.archive_bytes,
-        },
-        staging,
-    })
+
+    /// Lay the tree out in staging through the same extractor an uploaded archive goes
+    /// through (paths, symlinks lexically and on the real tree, counts and sizes), finding
+    /// every file's content: everything but linking the files.
+    pub fn lay_out(
+        self,
+        manifest: &TreeManifest,
+        limits: &BundleLimits,
+    ) -> Result<Prepared, BundleError> {
+        let received = &self.received;
+        let held = self.owner.holding(
+            manifest
+                .contents()
+                .into_keys()
+                .filter(|d| !received.staged.contains_key(d))
+                .collect::<Vec<_>>()
+                .iter(),
+        );
+        let mut sources = Sources {
+            owner: &self.owner,
+            received,
+            held: &held,
+            scratch: &self.scratch,
+            made: HashMap::new(),
+        };
+        let root = fs::canonicalize(&self.staging.tree)
+            .map_err(|e| BundleError::io("resolving the staging tree", e))?;
+        let mut extractor = Extractor::new(root, limits, Rc::new(Shared::default()));
+        let mut links = Vec::with_capacity(manifest.len());
+        for (path, node) in manifest.entries() {
+            match node {
+                Node::File {
+                    executable,
+                    size,
+                    blake3,
+                } => {
+                    let source = sources.get(blake3, *executable, path)?;
+                    let target = extractor.reserve_file(path.as_bytes(), *size)?;
+                    links.push((source, target, *executable));
+                }
+                Node::Symlink { target } => {
+                    extractor.place_symlink(path.as_bytes(), target.as_bytes())?;
+                }
+            }
+        }
+        extractor.verify_symlinks()?;
+        let keep = sources.to_keep();
+        Ok(Prepared {
+            id: self.id,
+            manifest_bytes: manifest.to_bytes(),
+            links,
+            keep,
+            owner: self.owner,
+            stats: Materialised {
+                files: extractor.files,
+                unpacked_bytes: extractor.written,
+                archive_bytes: received.archive_bytes,
+            },
+            staging: self.staging,
+        })
+    }
+}
+
+/// What a materialised bundle of `manifest` holds, as [`Prepared::stats`] counts it: files
+/// and symlinks, and the bytes of the files.
+pub fn stats_of(manifest: &TreeManifest, archive_bytes: u64) -> Materialised {
+    let unpacked_bytes = manifest
+        .entries()
+        .filter_map(|(_, node)| match node {
+            Node::File { size, .. } => Some(*size),
+            Node::Symlink { .. } => None,
+        })
+        .fold(0u64, u64::saturating_add);
+    Materialised {
+        files: manifest.len() as u64,
+        unpacked_bytes,
+        archive_bytes,
+    }
+}
+
+/// A tree whose upload was answered, still to be built.
+#[derive(Debug)]
+pub enum Pending {
+    /// Laid out and checked: its files are to be linked.
+    LaidOut(Prepared),
+    /// A change on a base, answered once its changed contents were found: laid out (and so
+    /// checked on disk) now.
+    Received {
+        incoming: Incoming,
+        manifest: TreeManifest,
+        limits: BundleLimits,
+    },
+}
+
+impl Pending {
+    /// Build the tree and publish it at `<store_root>/<id>/`.
+    pub fn finish(self, store_root: &Path) -> Result<Materialised, BundleError> {
+        match self {
+            Pending::LaidOut(prepared) => prepared.finish(store_root),
+            Pending::Received {
+                incoming,
+                manifest,
+                limits,
+            } => incoming.lay_out(&manifest, &limits)?.finish(store_root),
+        }
+    }
 }
 
 impl Prepared {

@@ -16,10 +16,13 @@ mod contents;
 mod delta;
 mod manifest;
 mod materialise;
+mod on_base;
 mod sweep;
 mod verify;
 
-use std::collections::HashSet;
+use std::collections::BTreeMap;
+
+use sha2::{Digest as _, Sha256};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -33,8 +36,10 @@ pub use archive::write_archive;
 pub use contents::OwnerStore;
 pub use manifest::{Digest, Node, Totals, TreeManifest, parse_digest};
 pub use materialise::{
-    Materialised, Prepared, ingest_contents, prepare_contents, tree_manifest_path,
+    Incoming, Materialised, Pending, Prepared, ingest_contents, prepare_contents, receive_contents,
+    stats_of, tree_manifest_path,
 };
+pub use on_base::OnBase;
 pub use sweep::{TTL, sweep};
 pub use verify::manifest_of_dir;
 
@@ -46,6 +51,11 @@ pub struct Accepted {
     pub totals: Totals,
     /// Contents the owner's store lacks, with their sizes.
     pub missing: Vec<(Digest, u64)>,
+    /// How the tree was made from its base, when it was sent as a change that touches no
+    /// symlink.
+    pub on_base: Option<OnBase>,
+    /// The manifest's canonical bytes (what its id hashes, and what is kept).
+    canonical: Vec<u8>,
 }
 
 /// Where `owner`'s accepted manifests are kept; `None` for an owner id that cannot name a
@@ -68,21 +78,24 @@ pub fn accept(
     let store = OwnerStore::new(store_root, owner).ok_or_else(invalid_owner)?;
     // A delta's base was accepted with its contents: only the delta's are looked for (one
     // gone since is found missing when the tree is built, and the client starts over).
-    let (manifest, among) = match &request.base {
-        None => (TreeManifest::from_wire(request.entries)?, None),
+    let (manifest, among, on_base) = match &request.base {
+        None => (TreeManifest::from_wire(request.entries)?, None, None),
         Some(base) => {
             let base_manifest = load(&dir, base)?;
             let changed = request
                 .entries
                 .iter()
-                .filter_map(|e| e.blake3.as_deref().and_then(parse_digest))
-                .collect::<HashSet<_>>();
-            let manifest = delta::apply(&base_manifest, &request.removed, request.entries)?;
-            (manifest, Some(changed))
+                .filter_map(|e| Some((parse_digest(e.blake3.as_deref()?)?, e.size?)))
+                .collect::<BTreeMap<_, _>>();
+            let on_base =
+                OnBase::of_change(base, &base_manifest, &request.removed, &request.entries);
+            let manifest = delta::apply(base_manifest, &request.removed, request.entries)?;
+            (manifest, Some(changed), on_base)
         }
     };
     let totals = manifest.check(limits)?;
-    let bundle_id = manifest.bundle_id();
+    let canonical = manifest.to_bytes();
+    let bundle_id = hex::encode(Sha256::digest(&canonical));
     let missing = store
         .missing(&manifest, among.as_ref())
         .into_iter()
@@ -92,6 +105,8 @@ pub fn accept(
         bundle_id,
         totals,
         missing,
+        on_base,
+        canonical,
     })
 }
 
@@ -104,7 +119,24 @@ pub fn keep_manifest(
 ) -> Result<(), BundleError> {
     let dir = manifests_dir(store_root, owner)
         .ok_or_else(|| BundleError::InvalidManifest("the owner cannot hold manifests".into()))?;
-    save(&dir, &accepted.bundle_id, &accepted.manifest)
+    save(&dir, &accepted.bundle_id, &accepted.canonical)?;
+    // A record only ever states a fact about the tree (base + change = tree), so one kept by
+    // an earlier request for the same tree stays true.
+    if let Some(on_base) = &accepted.on_base {
+        let record = on_base::record_path(&dir, &accepted.bundle_id);
+        write_atomically(&record, &on_base.to_bytes())
+            .map_err(|e| BundleError::io("saving a manifest's base", e))?;
+    }
+    Ok(())
+}
+
+/// How `owner`'s manifest `id` was made from a base, when it was sent as a change touching
+/// no symlink (see [`OnBase`]).
+pub fn on_base_of(store_root: &Path, owner: &str, id: &str) -> Option<OnBase> {
+    let dir = manifests_dir(store_root, owner)?;
+    crate::is_valid_sha256(id)
+        .then(|| on_base::read(&dir, id))
+        .flatten()
 }
 
 /// The manifest `id` this owner had accepted; [`BundleError::UnknownBase`] when there is none.
@@ -136,12 +168,20 @@ fn load(dir: &Path, id: &str) -> Result<TreeManifest, BundleError> {
         .ok_or_else(unknown)
 }
 
-fn save(dir: &Path, id: &str, manifest: &TreeManifest) -> Result<(), BundleError> {
-    let failed = |e| BundleError::io("saving a manifest", e);
-    fs::create_dir_all(dir).map_err(failed)?;
-    let partial = dir.join(format!(".{id}.{}", std::process::id()));
-    fs::write(&partial, manifest.to_bytes()).map_err(failed)?;
-    fs::rename(&partial, dir.join(id)).map_err(failed)
+fn save(dir: &Path, id: &str, canonical: &[u8]) -> Result<(), BundleError> {
+    fs::create_dir_all(dir).map_err(|e| BundleError::io("saving a manifest", e))?;
+    write_atomically(&dir.join(id), canonical).map_err(|e| BundleError::io("saving a manifest", e))
+}
+
+/// Write `bytes` at `path` through a file beside it, so a reader sees all or nothing.
+fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let partial = path.with_file_name(format!(".{name}.{}", std::process::id()));
+    fs::write(&partial, bytes)?;
+    fs::rename(&partial, path)
 }
 
 #[cfg(test)]

@@ -385,3 +385,102 @@ fn retention_keeps_linked_contents_and_fresh_manifests() {
     );
     assert!(!store.has(&held));
 }
+
+/// A change on a base built here: answered from the changed contents alone, then laid out to
+/// the same tree the whole path builds; a changed content that is nowhere is refused first.
+#[test]
+fn a_change_on_a_built_base_is_answered_from_its_changed_contents() {
+    let env = env();
+    let limits = BundleLimits::default();
+    let base = accept(
+        &env.store,
+        "alice",
+        whole(vec![
+            file("src/a.rs", b"a", 0o644),
+            file("src/b.rs", b"b", 0o644),
+            link("src/alias.rs", "a.rs"),
+        ]),
+        &limits,
+    )
+    .unwrap();
+    assert_eq!(base.on_base, None, "a whole manifest has no base");
+    keep_manifest(&env.store, "alice", &base).unwrap();
+    let body = contents(&[(&digest(b"a"), b"a"), (&digest(b"b"), b"b")]);
+    build(&env, "alice", &base, &body).unwrap();
+
+    let change = ManifestRequest {
+        base: Some(base.bundle_id.clone()),
+        entries: vec![
+            file("src/a.rs", b"a2", 0o644),
+            file("src/new/c.rs", b"c", 0o755),
+        ],
+        removed: vec!["src/b.rs".to_owned()],
+    };
+    let accepted = accept(&env.store, "alice", change, &limits).unwrap();
+    keep_manifest(&env.store, "alice", &accepted).unwrap();
+    let on_base = on_base_of(&env.store, "alice", &accepted.bundle_id).unwrap();
+    assert_eq!(on_base.base, base.bundle_id);
+    assert_eq!(on_base.changed, ["src/a.rs", "src/new/c.rs"]);
+    let owner = OwnerStore::new(&env.store, "alice").unwrap();
+    let receive = |body: &[u8]| {
+        receive_contents(
+            body,
+            None,
+            &accepted.manifest,
+            &accepted.bundle_id,
+            &env.store,
+            &owner,
+            &limits,
+        )
+        .unwrap()
+    };
+
+    // Without c's content the change is refused before anything is laid out.
+    let partial = receive(&contents(&[(&digest(b"a2"), b"a2")]));
+    let refused = partial
+        .check_present(&accepted.manifest, &on_base.changed)
+        .unwrap_err();
+    assert_eq!(refused.code(), "missing_content");
+    drop(partial);
+
+    let incoming = receive(&contents(&[(&digest(b"a2"), b"a2"), (&digest(b"c"), b"c")]));
+    incoming
+        .check_present(&accepted.manifest, &on_base.changed)
+        .unwrap();
+    let answered = stats_of(&accepted.manifest, incoming.archive_bytes());
+    let pending = Pending::Received {
+        incoming,
+        manifest: accepted.manifest.clone(),
+        limits: limits.clone(),
+    };
+    let built = pending.finish(&env.store).unwrap();
+    assert_eq!(built, answered, "the answer counts what the build made");
+    let tree = crate::bundle_dir(&env.store, &accepted.bundle_id);
+    assert_eq!(
+        manifest_of_dir(&tree).unwrap().bundle_id(),
+        accepted.bundle_id
+    );
+    assert!(
+        leftovers(&env.store)
+            .iter()
+            .all(|n| !n.starts_with(".staging"))
+    );
+
+    // A change that adds a link has no record: it is checked whole before its answer.
+    let with_link = ManifestRequest {
+        base: Some(accepted.bundle_id.clone()),
+        entries: vec![link("out", "../../etc")],
+        removed: Vec::new(),
+    };
+    let refused = accept(&env.store, "alice", with_link, &limits).unwrap_err();
+    assert_eq!(refused.code(), "link_escape");
+    let with_link = ManifestRequest {
+        base: Some(accepted.bundle_id.clone()),
+        entries: vec![link("src/alias2.rs", "a.rs")],
+        removed: Vec::new(),
+    };
+    let linked = accept(&env.store, "alice", with_link, &limits).unwrap();
+    keep_manifest(&env.store, "alice", &linked).unwrap();
+    assert_eq!(linked.on_base, None);
+    assert_eq!(on_base_of(&env.store, "alice", &linked.bundle_id), None);
+}

@@ -38,19 +38,20 @@ pub fn busy(id: &str) -> bool {
     lock_of(id).try_lock().is_err()
 }
 
-/// Link a prepared tree's files and publish it, then make its archive, in the background
-/// (the upload has answered already), holding the bundle throughout (`held`, from [`hold`]).
+/// Build a tree whose upload was answered (lay it out if it is not yet, link its files) and
+/// publish it, then make its archive, in the background, holding the bundle throughout
+/// (`held`, from [`hold`]).
 pub fn spawn_build(
     blobs: BlobStore,
     bundles_dir: PathBuf,
     id: String,
-    prepared: incremental::Prepared,
+    pending: incremental::Pending,
     held: tokio::sync::OwnedMutexGuard<()>,
 ) {
     tokio::spawn(async move {
         let _held = held;
         let root = bundles_dir.clone();
-        let built = tokio::task::spawn_blocking(move || prepared.finish(&root)).await;
+        let built = tokio::task::spawn_blocking(move || pending.finish(&root)).await;
         match built {
             Ok(Ok(_)) => {}
             Ok(Err(error)) => {

@@ -155,6 +155,39 @@ async fn a_manifest_then_a_delta_send_only_what_is_missing() {
         "{again}"
     );
 
+    // A change touching no link, on a base whose tree is here: answered once the changed
+    // contents are found, the tree laid out after. Without them it is refused, leaving nothing.
+    let (lib2, tool) = (
+        b"pub fn lib() { 2 }\n".as_slice(),
+        b"#!/bin/sh\n".as_slice(),
+    );
+    let on_base = json!({"base": second, "entries": [file("src/lib.rs", lib2), file("bin/tool", tool)],
+        "removed": ["src/main.rs"]});
+    let (_, answer) = server.post("/v1/manifests", &token, &on_base).await;
+    let third_id = answer["bundle_id"].as_str().expect("id").to_owned();
+    let (status, refused) = put_contents(&server, &token, &third_id, contents(&[])).await;
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (409, Some("missing_content")),
+        "{refused}"
+    );
+    assert!(!root.join(&third_id).exists());
+    let third = send_tree(&server, &token, on_base, &[lib2, tool]).await;
+    assert_eq!(third, third_id);
+    let read = |p: &str| std::fs::read(root.join(&third).join(p)).ok();
+    assert_eq!(
+        (
+            read("src/lib.rs").as_deref(),
+            read("bin/tool").as_deref(),
+            read("src/main.rs")
+        ),
+        (Some(lib2), Some(tool), None)
+    );
+    let (status, session) = server
+        .post("/v1/sessions", &token, &create_body(&third, "plan"))
+        .await;
+    assert_eq!(status, 201, "{session}");
+
     // A replica without the tree rebuilds it from the blob store, checked against the tree's id.
     std::fs::remove_dir_all(root.join(&second)).expect("drop the cache");
     let blobs = server.state.core.config.blobs().expect("blobs");

@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, header};
 use futures_util::TryStreamExt;
 use tokio_util::io::{StreamReader, SyncIoBridge};
 use ultraplan_bundle::BundleError;
-use ultraplan_bundle::incremental::{self, Accepted, OwnerStore, TreeManifest};
+use ultraplan_bundle::incremental::{self, Accepted, OnBase, OwnerStore, Pending, TreeManifest};
 use ultraplan_protocol::api::{BundleUploaded, ManifestAccepted, ManifestRequest};
 
 use super::bundles::{blob_error, blob_store, check_headers, check_sha};
@@ -58,12 +58,12 @@ pub async fn post(
     let id = accepted.bundle_id.clone();
     let quota = Quota::check(&state.core, &user.id, &id, Some(accepted.totals.bytes)).await?;
     drop(quota);
-    let (root, owner, kept) = (
-        state.core.config.bundles_dir(),
-        user.id.clone(),
-        accepted.clone(),
-    );
-    blocking(move || incremental::keep_manifest(&root, &owner, &kept)).await?;
+    let (root, owner) = (state.core.config.bundles_dir(), user.id.clone());
+    let accepted = blocking(move || {
+        incremental::keep_manifest(&root, &owner, &accepted)?;
+        Ok(accepted)
+    })
+    .await?;
     let held = holds(&state, &user, &id).await?;
     tracing::info!(user_id = %user.id, sha256 = %id, files = accepted.totals.files,
         missing = accepted.missing.len(), held, "manifest accepted");
@@ -115,7 +115,9 @@ async fn holds(state: &AppState, user: &AuthUser, id: &str) -> ApiResult<bool> {
 /// `missing_content`. The tree is built from the caller's own store only, under every rule
 /// of an uploaded archive; a refusal leaves nothing behind. The answer comes once every check
 /// passed; the tree's files are linked, and its archive sent to the blob store, right after
-/// (whoever needs them meanwhile waits).
+/// (whoever needs them meanwhile waits). A change on a base whose tree is built here and that
+/// touches no symlink is answered once its changed contents are found, and its tree is laid
+/// out (and checked on disk) after.
 #[utoipa::path(put, path = "/v1/manifests/{bundle_id}/contents", tag = "bundles",
     params(("bundle_id" = String, Path, description = "the id `POST /v1/manifests` answered")),
     request_body(content((Vec<u8> = "application/zstd"), (Vec<u8> = "application/gzip"))),
@@ -145,6 +147,8 @@ pub async fn put_contents(
     let _slot = state.rate_limiters.uploads.acquire(&user.id).await?;
     let owner = OwnerStore::new(&config.bundles_dir(), &user.id)
         .ok_or_else(|| ApiError::Internal("a user id that cannot name a directory".to_owned()))?;
+    let on_base = on_a_built_base(&state, &user, &id).await?;
+    let answered_early = on_base.is_some();
     let stream = body.into_data_stream().map_err(std::io::Error::other);
     let reader = SyncIoBridge::new(StreamReader::new(stream));
     let (root, limits, owned_id) = (
@@ -152,13 +156,30 @@ pub async fn put_contents(
         config.bundle_limits.clone(),
         id.clone(),
     );
-    let prepared = blocking(move || {
-        incremental::prepare_contents(
+    let (built, pending) = blocking(move || {
+        let incoming = incremental::receive_contents(
             reader, encoding, &manifest, &owned_id, &root, &owner, &limits,
-        )
+        )?;
+        match on_base {
+            // The base's tree passed every check on disk the new one could fail: answer once
+            // the changed files' contents are here, and lay the tree out after.
+            Some(on_base) => {
+                incoming.check_present(&manifest, &on_base.changed)?;
+                let built = incremental::stats_of(&manifest, incoming.archive_bytes());
+                let pending = Pending::Received {
+                    incoming,
+                    manifest,
+                    limits,
+                };
+                Ok((built, pending))
+            }
+            None => {
+                let prepared = incoming.lay_out(&manifest, &limits)?;
+                Ok((prepared.stats(), Pending::LaidOut(prepared)))
+            }
+        }
     })
     .await?;
-    let built = prepared.stats();
     let row = BundleRow {
         sha256: id.clone(),
         files: i64::try_from(built.files).unwrap_or(i64::MAX),
@@ -173,17 +194,33 @@ pub async fn put_contents(
         blob_store(&state)?,
         config.bundles_dir(),
         id.clone(),
-        prepared,
+        pending,
         held,
     );
     tracing::info!(user_id = %user.id, sha256 = %id, files = built.files,
-        sent = built.archive_bytes, "bundle materialised");
+        sent = built.archive_bytes, answered_early, "bundle materialised");
     Ok(Json(BundleUploaded {
         bundle_id: id,
         files: built.files,
         bytes: built.archive_bytes,
         unpacked_bytes: built.unpacked_bytes,
     }))
+}
+
+/// How the caller's manifest `id` was made from a base whose tree this replica built and
+/// published (not one being built now), when it was a change touching no symlink.
+async fn on_a_built_base(state: &AppState, user: &AuthUser, id: &str) -> ApiResult<Option<OnBase>> {
+    let (root, owner, owned) = (
+        state.core.config.bundles_dir(),
+        user.id.clone(),
+        id.to_owned(),
+    );
+    let found = blocking(move || {
+        Ok(incremental::on_base_of(&root, &owner, &owned)
+            .filter(|on| ultraplan_bundle::tree_exists(&root, &on.base)))
+    })
+    .await?;
+    Ok(found.filter(|on| !tree_archive::busy(&on.base)))
 }
 
 async fn load(state: &AppState, user: &AuthUser, id: &str) -> ApiResult<TreeManifest> {
