@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::thread::ScopedJoinHandle;
 
 /// The repository around a directory.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -16,55 +18,94 @@ pub struct RepoState {
     pub branch: Option<String>,
     /// Tracked paths with staged or unstaged changes (deletions included).
     pub dirty: Vec<String>,
-    /// Untracked, non-ignored paths.
-    pub untracked: Vec<String>,
     /// Every path in the index.
     pub tracked: Vec<PathBuf>,
 }
 
 /// Asks git about the repository containing `dir`, running `work` (given the top level, or
-/// `dir` outside a work tree, and the tracked paths) while `git status` runs: the two read
-/// the same tree, and the status is the slow part of asking.
-pub fn inspect_while<T>(dir: &Path, work: impl FnOnce(&Path, &[PathBuf]) -> T) -> (RepoState, T) {
-    let Some(top) = git(dir, &["rev-parse", "--show-toplevel"]) else {
-        let done = work(dir, &[]);
+/// `dir` outside a work tree, and the tracked paths as git lists them) while git answers:
+/// `git status` (the slow part), `ls-files`, `HEAD` and the branch each run on a thread of
+/// their own, so the caller's walk starts at once and waits for the tracked paths only when
+/// it asks for them. Git is not asked for untracked files: that would walk the tree a second
+/// time, and the bundle's own walk (which honours the same ignore files) finds them — the
+/// walked files the index lacks.
+pub fn inspect_while<T>(dir: &Path, work: impl FnOnce(&Path, &Tracked) -> T) -> (RepoState, T) {
+    let Some(top) = toplevel(dir) else {
+        let done = work(dir, &Tracked::default());
         return (RepoState::default(), done);
     };
-    let top = PathBuf::from(String::from_utf8_lossy(&top).trim_end_matches('\n'));
-    let top = top.canonicalize().unwrap_or(top);
     std::thread::scope(|scope| {
         let status = scope.spawn(|| {
             let args = [
                 "status",
                 "--porcelain=v1",
                 "-z",
-                "--untracked-files=all",
+                "--untracked-files=no",
                 "--no-renames",
             ];
-            parse_status(&git(&top, &args).unwrap_or_default())
+            parse_status(&git(&top, &args).unwrap_or_default()).0
         });
-        let line = |args: &[&str]| {
-            git(&top, args)
-                .map(|out| first_line(&out))
-                .filter(|s| !s.is_empty())
-        };
-        let base_commit = line(&["rev-parse", "--verify", "-q", "HEAD^{commit}"]);
-        let branch = line(&["symbolic-ref", "-q", "--short", "HEAD"]);
-        let tracked: Vec<PathBuf> = git(&top, &["ls-files", "-z", "--cached"])
-            .map(|out| nul_separated(&out).map(PathBuf::from).collect())
-            .unwrap_or_default();
+        let head = scope.spawn(|| {
+            let line = |args: &[&str]| {
+                git(&top, args)
+                    .map(|out| first_line(&out))
+                    .filter(|s| !s.is_empty())
+            };
+            let base_commit = line(&["rev-parse", "--verify", "-q", "HEAD^{commit}"]);
+            (
+                base_commit,
+                line(&["symbolic-ref", "-q", "--short", "HEAD"]),
+            )
+        });
+        let tracked = Tracked::listing(scope.spawn(|| {
+            git(&top, &["ls-files", "-z", "--cached"])
+                .map(|out| nul_separated(&out).map(PathBuf::from).collect())
+                .unwrap_or_default()
+        }));
         let done = work(&top, &tracked);
-        let (dirty, untracked) = status.join().unwrap_or_default();
+        let (base_commit, branch) = head.join().unwrap_or_default();
         let state = RepoState {
             toplevel: Some(top.clone()),
             base_commit,
             branch,
-            dirty,
-            untracked,
-            tracked,
+            dirty: status.join().unwrap_or_default(),
+            tracked: tracked.into_paths(),
         };
         (state, done)
     })
+}
+
+/// The paths in the index, listed by git on another thread: [`Tracked::get`] waits for them.
+#[derive(Default)]
+pub struct Tracked<'scope> {
+    listing: Mutex<Option<ScopedJoinHandle<'scope, Vec<PathBuf>>>>,
+    paths: OnceLock<Vec<PathBuf>>,
+}
+
+impl<'scope> Tracked<'scope> {
+    fn listing(handle: ScopedJoinHandle<'scope, Vec<PathBuf>>) -> Self {
+        Tracked {
+            listing: Mutex::new(Some(handle)),
+            paths: OnceLock::new(),
+        }
+    }
+
+    /// The tracked paths (none outside a work tree, or when git could not list them).
+    pub fn get(&self) -> &[PathBuf] {
+        self.paths.get_or_init(|| {
+            let handle = self
+                .listing
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            handle.and_then(|h| h.join().ok()).unwrap_or_default()
+        })
+    }
+
+    fn into_paths(self) -> Vec<PathBuf> {
+        self.get();
+        self.paths.into_inner().unwrap_or_default()
+    }
 }
 
 /// The work tree's top level around `dir`, canonical; `None` outside a work tree.

@@ -222,14 +222,10 @@ fn threads(options: &Options) -> usize {
 }
 
 fn manifest(repo: git::RepoState, selection: &walk::Selection, bytes: u64) -> Manifest {
-    let bundled: std::collections::HashSet<String> = selection
-        .entries
-        .iter()
-        .map(|e| e.path.to_string_lossy().into_owned())
-        .collect();
     let skipped: std::collections::HashSet<&str> =
         selection.skipped.iter().map(|s| s.path.as_str()).collect();
     Manifest {
+        untracked_files: untracked(&repo, selection),
         base_commit: repo.base_commit,
         branch: repo.branch,
         dirty_files: repo
@@ -237,12 +233,22 @@ fn manifest(repo: git::RepoState, selection: &walk::Selection, bytes: u64) -> Ma
             .into_iter()
             .filter(|p| !skipped.contains(p.as_str()))
             .collect(),
-        untracked_files: repo
-            .untracked
-            .into_iter()
-            .filter(|p| bundled.contains(p))
-            .collect(),
         files: selection.entries.len() as u64,
         bytes,
     }
+}
+
+/// The bundled files git does not track (none outside a work tree).
+fn untracked(repo: &git::RepoState, selection: &walk::Selection) -> Vec<String> {
+    if repo.toplevel.is_none() {
+        return Vec::new();
+    }
+    let tracked: std::collections::HashSet<&Path> =
+        repo.tracked.iter().map(PathBuf::as_path).collect();
+    selection
+        .entries
+        .iter()
+        .filter(|e| !tracked.contains(e.path.as_path()))
+        .map(|e| e.path.to_string_lossy().into_owned())
+        .collect()
 }

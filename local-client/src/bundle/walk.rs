@@ -106,12 +106,12 @@ impl Found {
 /// Absolute paths in `exclude` are left out silently (the bundle's own output file).
 pub fn select(
     root: &Path,
-    tracked: &[PathBuf],
+    tracked: &super::git::Tracked,
     exclude: &[PathBuf],
 ) -> Result<Selection, BundleError> {
     let mut found = walk(root, exclude)?;
     let seen: HashSet<PathBuf> = found.iter().map(Found::path).collect();
-    for rel in tracked {
+    for rel in tracked.get() {
         if seen.contains(rel) || is_git_internal(rel) || exclude.contains(&root.join(rel)) {
             continue;
         }

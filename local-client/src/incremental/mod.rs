@@ -193,7 +193,7 @@ async fn post_manifest(
     base: Option<&last::Accepted>,
 ) -> Result<(ManifestAccepted, u64, bool), IncrementalError> {
     if let Some(base) = base {
-        let (changed, removed) = delta::delta(&base.by_path(), entries);
+        let (changed, removed) = delta::delta(&base.entries, entries);
         let request = ManifestRequest {
             base: Some(base.bundle_id.clone()),
             entries: changed,

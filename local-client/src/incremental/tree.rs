@@ -28,21 +28,23 @@ pub fn manifest(
     entries: &[Entry],
     cache: &HashCache,
 ) -> Result<Hashed, IncrementalError> {
-    let mut out = BTreeMap::new();
+    // Gathered, then sorted once: faster than inserting into the map path by path.
+    let mut out = Vec::with_capacity(entries.len());
     let mut fresh = HashCache::default();
+    fresh.entries.reserve(entries.len());
     let mut work = Vec::new();
     for entry in entries {
         let path = text(&entry.path)?;
         match &entry.kind {
             EntryKind::Symlink { target } => {
                 let target = Some(text(target)?);
-                out.insert(path.clone(), symlink(path, target));
+                out.push((path.clone(), symlink(path, target)));
             }
             EntryKind::File { size, executable } => {
                 let known = cache.entries.get(&path);
                 match known.and_then(|c| c.hash_for(entry.stamp, *size).map(|h| (c, h))) {
                     Some((cached, hash)) => {
-                        out.insert(path.clone(), file(&path, *executable, *size, &hash));
+                        out.push((path.clone(), file(&path, *executable, *size, &hash)));
                         fresh.entries.insert(path, *cached);
                     }
                     None => work.push((path, entry)),
@@ -55,11 +57,11 @@ pub fn manifest(
         let EntryKind::File { executable, .. } = entry.kind else {
             continue;
         };
-        out.insert(path.clone(), file(&path, executable, size, &cached.blake3));
+        out.push((path.clone(), file(&path, executable, size, &cached.blake3)));
         fresh.entries.insert(path, cached);
     }
     Ok(Hashed {
-        entries: out,
+        entries: BTreeMap::from_iter(out),
         cache: fresh,
         hashed,
     })
