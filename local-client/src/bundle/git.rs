@@ -30,21 +30,34 @@ pub struct RepoState {
 /// time, and the bundle's own walk (which honours the same ignore files) finds them — the
 /// walked files the index lacks.
 pub fn inspect_while<T>(dir: &Path, work: impl FnOnce(&Path, &Tracked) -> T) -> (RepoState, T) {
+    let (mut state, done, status) = inspect(dir, work, true);
+    if state.dirty.is_empty() {
+        state.dirty = status.wait();
+    }
+    (state, done)
+}
+
+/// [`inspect_while`], but `git status` starts once `work` is done (so the walk has every
+/// core) and is left running: the caller waits for it when it needs the dirty paths, after
+/// work that leaves the cores idle (network round trips).
+pub fn inspect_then<T>(
+    dir: &Path,
+    work: impl FnOnce(&Path, &Tracked) -> T,
+) -> (RepoState, T, PendingStatus) {
+    inspect(dir, work, false)
+}
+
+fn inspect<T>(
+    dir: &Path,
+    work: impl FnOnce(&Path, &Tracked) -> T,
+    status_during: bool,
+) -> (RepoState, T, PendingStatus) {
     let Some(top) = toplevel(dir) else {
         let done = work(dir, &Tracked::default());
-        return (RepoState::default(), done);
+        return (RepoState::default(), done, PendingStatus(None));
     };
     std::thread::scope(|scope| {
-        let status = scope.spawn(|| {
-            let args = [
-                "status",
-                "--porcelain=v1",
-                "-z",
-                "--untracked-files=no",
-                "--no-renames",
-            ];
-            parse_status(&git(&top, &args).unwrap_or_default()).0
-        });
+        let during = status_during.then(|| scope.spawn(|| dirty_paths(&top)));
         let head = scope.spawn(|| {
             let line = |args: &[&str]| {
                 git(&top, args)
@@ -63,16 +76,47 @@ pub fn inspect_while<T>(dir: &Path, work: impl FnOnce(&Path, &Tracked) -> T) -> 
                 .unwrap_or_default()
         }));
         let done = work(&top, &tracked);
+        let (dirty, later) = match during {
+            Some(handle) => (handle.join().unwrap_or_default(), PendingStatus(None)),
+            None => {
+                let top = top.clone();
+                let handle = std::thread::spawn(move || dirty_paths(&top));
+                (Vec::new(), PendingStatus(Some(handle)))
+            }
+        };
         let (base_commit, branch) = head.join().unwrap_or_default();
         let state = RepoState {
             toplevel: Some(top.clone()),
             base_commit,
             branch,
-            dirty: status.join().unwrap_or_default(),
+            dirty,
             tracked: tracked.into_paths(),
         };
-        (state, done)
+        (state, done, later)
     })
+}
+
+/// Tracked paths with staged or unstaged changes, as `git status` lists them.
+fn dirty_paths(top: &Path) -> Vec<String> {
+    let args = [
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=no",
+        "--no-renames",
+    ];
+    parse_status(&git(top, &args).unwrap_or_default()).0
+}
+
+/// `git status` still running on a thread of its own ([`inspect_then`]).
+#[derive(Debug)]
+pub struct PendingStatus(Option<std::thread::JoinHandle<Vec<String>>>);
+
+impl PendingStatus {
+    /// The dirty paths (none outside a work tree, or when git could not say).
+    pub fn wait(self) -> Vec<String> {
+        self.0.and_then(|h| h.join().ok()).unwrap_or_default()
+    }
 }
 
 /// The paths in the index, listed by git on another thread: [`Tracked::get`] waits for them.

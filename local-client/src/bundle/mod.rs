@@ -171,6 +171,8 @@ pub struct Scan {
     /// The files and links, sorted by path.
     pub entries: Vec<Entry>,
     repo: git::RepoState,
+    /// `git status`, asked once the walk was done; [`Scan::into_bundle`] waits for it.
+    status: git::PendingStatus,
     selection_skipped: Vec<Skipped>,
 }
 
@@ -183,26 +185,30 @@ pub fn scan(path: &Path) -> Result<Scan, BundleError> {
     if !path.is_dir() {
         return Err(BundleError::NotADirectory { path });
     }
-    let (repo, selection) =
-        git::inspect_while(&path, |root, tracked| walk::select(root, tracked, &[]));
+    let (repo, selection, status) =
+        git::inspect_then(&path, |root, tracked| walk::select(root, tracked, &[]));
     let selection = selection?;
     let root = repo.toplevel.clone().unwrap_or(path);
     Ok(Scan {
         root,
         entries: selection.entries,
         repo,
+        status,
         selection_skipped: selection.skipped,
     })
 }
 
 impl Scan {
-    /// The bundle this tree is, under id `sha256`, `bytes` being what was sent for it.
+    /// The bundle this tree is, under id `sha256`, `bytes` being what was sent for it. Waits
+    /// for `git status` if it is still running.
     pub fn into_bundle(self, sha256: String, encoding: Codec, bytes: u64) -> Bundle {
         let selection = walk::Selection {
             entries: self.entries,
             skipped: self.selection_skipped,
         };
-        let manifest = manifest(self.repo, &selection, bytes);
+        let mut repo = self.repo;
+        repo.dirty = self.status.wait();
+        let manifest = manifest(repo, &selection, bytes);
         Bundle {
             root: self.root,
             sha256,

@@ -109,38 +109,30 @@ pub async fn send(client: &Client, repo: &Path, places: &Places) -> Result<Sent,
     // The hash cache is saved while the requests go out.
     let fresh = std::mem::take(&mut hashed.cache);
     let saving = tokio::task::spawn_blocking(move || fresh.save(&cache_path));
-    let (answer, manifest_bytes, as_delta) =
+    let (answer, mut manifest_bytes, mut as_delta) =
         post_manifest(client, &hashed.entries, base.as_ref()).await?;
-    let mut sent = Sent {
-        bundle: scan.into_bundle(answer.bundle_id.clone(), Codec::Zstd, 0),
-        uploaded: None,
-        manifest_bytes,
-        contents_bytes: 0,
-        as_delta,
-        hashed: hashed.hashed,
-        timings,
-    };
-    sent.timings.manifest_ms = started.elapsed().as_millis() - sent.timings.scan_ms;
+    timings.manifest_ms = started.elapsed().as_millis() - timings.scan_ms;
+    let (mut uploaded, mut contents_bytes) = (None, 0);
     if !answer.held {
         let put = put_contents(client, &root, &hashed.entries, &answer, places).await;
-        let (uploaded, contents_bytes) = match put {
+        let (stored, bytes) = match put {
             // The server no longer holds a content the base had: the whole manifest says
             // which.
             Err(IncrementalError::Api(e)) if as_delta && e.code() == Some("missing_content") => {
                 tracing::info!("a content of the last manifest is gone; sending it whole");
                 let (whole, bytes, _) = post_manifest(client, &hashed.entries, None).await?;
-                sent.manifest_bytes += bytes;
-                sent.as_delta = false;
+                manifest_bytes += bytes;
+                as_delta = false;
                 put_contents(client, &root, &hashed.entries, &whole, places).await?
             }
             other => other?,
         };
-        sent.contents_bytes = contents_bytes;
-        sent.uploaded = Some(uploaded);
+        (uploaded, contents_bytes) = (Some(stored), bytes);
     }
-    sent.timings.contents_ms =
-        started.elapsed().as_millis() - sent.timings.scan_ms - sent.timings.manifest_ms;
-    sent.bundle.manifest.bytes = sent.manifest_bytes + sent.contents_bytes;
+    timings.contents_ms = started.elapsed().as_millis() - timings.scan_ms - timings.manifest_ms;
+    // `git status` ran while the requests were out.
+    let (id, sent_bytes) = (answer.bundle_id.clone(), manifest_bytes + contents_bytes);
+    let bundle = blocking(move || Ok(scan.into_bundle(id, Codec::Zstd, sent_bytes))).await?;
     let accepted = last::Accepted {
         bundle_id: answer.bundle_id,
         entries: hashed.entries.into_values().collect(),
@@ -157,7 +149,15 @@ pub async fn send(client: &Client, repo: &Path, places: &Places) -> Result<Sent,
         })
     })
     .await?;
-    Ok(sent)
+    Ok(Sent {
+        bundle,
+        uploaded,
+        manifest_bytes,
+        contents_bytes,
+        as_delta,
+        hashed: hashed.hashed,
+        timings,
+    })
 }
 
 type Prepared = (

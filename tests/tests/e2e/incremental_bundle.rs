@@ -160,9 +160,21 @@ async fn a_second_launch_after_one_edit_sends_only_that_file() {
         .expect("open");
     file.write_all(b"// edited\n").expect("edit");
     drop(file);
+    std::fs::write(term.repo.join("notes.md"), "untracked\n").expect("write");
     let (session, bundle, second) = launched(&term.run(&LAUNCH));
     assert_ne!(bundle, first_bundle);
     assert!(second.delta, "{second:?}");
+    // git status ran while the requests were out: the session still says what is uncommitted.
+    let (_, resource) = server
+        .get(&format!("/v1/sessions/{session}"))
+        .await
+        .expect("session");
+    let manifest = &resource["session_context"]["manifest"];
+    assert_eq!(
+        (&manifest["dirty_files"], &manifest["untracked_files"]),
+        (&json!(["src/mod7.rs"]), &json!(["notes.md"])),
+        "{manifest}"
+    );
     let sent = second.manifest_bytes + second.contents_bytes;
     let whole = first.manifest_bytes + first.contents_bytes;
     assert!(
