@@ -111,30 +111,44 @@ impl Orchestrator {
         );
     }
 
+    /// Renew every held lease at once, each bounded by its own deadline: a renewal the
+    /// database does not answer (it is away, or the pool waits for a connection) must not
+    /// hold up giving up that session, nor any other.
     async fn renew_all(&self, lease: Duration) {
         let held: Vec<_> = self.live().values().cloned().collect();
+        futures_util::future::join_all(held.into_iter().map(|live| self.renew(live, lease))).await;
+    }
+
+    async fn renew(&self, live: super::Live, lease: Duration) {
         let store = &self.inner.state.store;
-        for live in held {
-            let now = now_ms();
-            let renewed = store.renew_lease(&live.lease, now + millis(lease)).await;
-            let session_id = &live.lease.session_id;
-            match renewed {
-                Ok(true) => live.renewed_ms.store(now, Ordering::Relaxed),
-                Ok(false) => {
-                    tracing::warn!(
-                        session_id,
-                        epoch = live.lease.epoch,
-                        "the lease was lost; stopping the agent"
-                    );
+        let now = now_ms();
+        let give_up_at = live.renewed_ms.load(Ordering::Relaxed) + millis(lease) * 2 / 3;
+        let left = Duration::from_millis(u64::try_from(give_up_at - now).unwrap_or(0));
+        let renewed =
+            tokio::time::timeout(left, store.renew_lease(&live.lease, now + millis(lease)));
+        let session_id = &live.lease.session_id;
+        match renewed.await {
+            Ok(Ok(true)) => live.renewed_ms.store(now, Ordering::Relaxed),
+            Ok(Ok(false)) => {
+                tracing::warn!(
+                    session_id,
+                    epoch = live.lease.epoch,
+                    "the lease was lost; stopping the agent"
+                );
+                let _ = live.commands.send(Command::Lost);
+            }
+            Ok(Err(error)) => {
+                if now_ms() >= give_up_at {
+                    tracing::warn!(session_id, %error, "the lease could not be renewed in time; stopping the agent");
                     let _ = live.commands.send(Command::Lost);
                 }
-                Err(error) => {
-                    let silent = now - live.renewed_ms.load(Ordering::Relaxed);
-                    if silent > millis(lease) * 2 / 3 {
-                        tracing::warn!(session_id, %error, "the lease could not be renewed in time; stopping the agent");
-                        let _ = live.commands.send(Command::Lost);
-                    }
-                }
+            }
+            Err(_) => {
+                tracing::warn!(
+                    session_id,
+                    "the lease could not be renewed in time; stopping the agent"
+                );
+                let _ = live.commands.send(Command::Lost);
             }
         }
     }
