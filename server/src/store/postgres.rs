@@ -4,6 +4,8 @@ use async_trait::async_trait;
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 
+use tokio::sync::mpsc;
+
 use super::StoreResult;
 use super::backend::{Arg, Backend, Conn, Dialect, Row, Tx, impl_conn};
 
@@ -13,7 +15,41 @@ pub struct PostgresStore {
     pool: PgPool,
     /// Names this process in its announcements, so it can skip its own.
     origin: String,
+    /// Sessions to announce, sent in batches ([`spawn_announcer`]).
+    announcer: mpsc::UnboundedSender<String>,
 }
+
+/// Most announcements one statement carries.
+const MAX_BATCH: usize = 256;
+
+/// Send the announcements of session changes in batches, off the writers' path: each
+/// statement carries every announcement made while the one before it was out, one
+/// notification per session (the payload other processes read is unchanged).
+fn spawn_announcer(pool: PgPool, origin: String) -> mpsc::UnboundedSender<String> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        let mut batch = Vec::with_capacity(MAX_BATCH);
+        while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
+            batch.sort_unstable();
+            batch.dedup();
+            let payloads: Vec<String> =
+                batch.drain(..).map(|id| format!("{origin} {id}")).collect();
+            let sent = sqlx::query("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p")
+                .bind(CHANNEL)
+                .bind(&payloads)
+                .execute(&pool)
+                .await;
+            if let Err(error) = sent {
+                // Other processes learn of these changes at their long polls' end.
+                tracing::warn!(%error, sessions = payloads.len(), "could not announce session changes");
+            }
+        }
+    });
+    tx
+}
+
+/// A pooled connection idle longer than this is pinged before it is handed out.
+const PING_IF_IDLE: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl PostgresStore {
     const MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
@@ -26,11 +62,27 @@ impl PostgresStore {
             // seconds (503 database_unavailable) instead of waiting out sqlx's 30 s default;
             // the orchestrator retries its own writes (see `orchestrator::durable`).
             .acquire_timeout(std::time::Duration::from_secs(5))
-            .test_before_acquire(true)
+            // A connection that sat idle is pinged before use (the database may have gone
+            // since); one in steady use is not, so a busy server does not pay a round trip
+            // per query.
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for > PING_IF_IDLE {
+                        sqlx::Connection::ping(conn).await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect(url)
             .await?;
         let origin = uuid::Uuid::new_v4().simple().to_string();
-        Ok(PostgresStore { pool, origin })
+        let announcer = spawn_announcer(pool.clone(), origin.clone());
+        Ok(PostgresStore {
+            pool,
+            origin,
+            announcer,
+        })
     }
 
     /// Follow what other processes announce on this database.
@@ -67,11 +119,12 @@ impl Backend for PostgresStore {
     }
 
     async fn announce(&self, session_id: &str) -> StoreResult<()> {
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(CHANNEL)
-            .bind(format!("{} {session_id}", self.origin))
-            .execute(&self.pool)
-            .await?;
+        if self.announcer.send(session_id.to_owned()).is_err() {
+            tracing::warn!(
+                session_id,
+                "the announcer has stopped; other processes learn later"
+            );
+        }
         Ok(())
     }
 }
