@@ -13,11 +13,10 @@ use tokio::sync::{mpsc, oneshot};
 use ultraplan_protocol::constants::MAX_FRAME_BYTES;
 use ultraplan_protocol::runner::{AgentRef, LaunchSpec, RunnerMessage, WorkspaceOrigin};
 
-use crate::context::{Context, Up};
+use crate::context::{Context, Held, Up};
 use crate::egress::{EgressProxy, NetworkPolicy};
 use crate::environment::start_proxy;
 use crate::environment::wire::blocked_to_wire;
-use crate::prepare::Held;
 
 /// The link's end of a running agent: its stdin, and a kill switch (dropping it kills too).
 pub(crate) struct AgentHandle {

@@ -3,9 +3,8 @@
 use crate::sandbox::Sandbox;
 use ultraplan_protocol::runner::{AgentRef, RunnerMessage};
 
-use crate::environment::Environments;
+use crate::environment::{Environments, Lease};
 use crate::ledger::Ledger;
-use crate::prepare::Held;
 use crate::settings::RunnerSettings;
 
 /// What every agent task of this runner shares.
@@ -33,4 +32,12 @@ pub(crate) enum Up {
         held: Option<Held>,
         done: RunnerMessage,
     },
+}
+
+/// An environment snapshot a `prepare` leased for an agent's launch: never swept while held,
+/// and held by the agent until it ends.
+#[derive(Debug)]
+pub(crate) struct Held {
+    pub(crate) lease: Lease,
+    pub(crate) base_image: Option<String>,
 }

@@ -10,8 +10,8 @@ use tokio::sync::mpsc;
 use ultraplan_protocol::runner::{AgentRef, ControlMessage, LaunchSpec, RunnerMessage};
 
 use crate::agent::{self, AgentHandle};
-use crate::context::{Context, Up};
-use crate::prepare::{self, Held, PrepareHandle};
+use crate::context::{Context, Held, Up};
+use crate::prepare::{self, PrepareHandle};
 
 /// One link's agents, `prepare`s and held snapshots, by lease.
 #[derive(Default)]

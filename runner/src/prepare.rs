@@ -15,10 +15,11 @@ use ultraplan_protocol::runner::{
 };
 use ultraplan_protocol::secret_names;
 
-use crate::context::{Context, Up};
+use crate::context::{Context, Held, Up};
 use crate::egress::NetworkPolicy;
 use crate::environment::wire::snapshot_info;
 use crate::environment::{Lease, PrepareError, Prepared, SetupRun, Wanted};
+use crate::sandbox::Sandbox;
 
 /// The longest time limit a server may give setup.
 const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
@@ -26,13 +27,6 @@ const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 const MAX_SECRETS: usize = 32;
 /// How long output lines gather before they go up the link.
 const BATCH_WINDOW: Duration = Duration::from_millis(100);
-
-/// A snapshot held for an agent's launch: leased (never swept) until the agent ends.
-#[derive(Debug)]
-pub(crate) struct Held {
-    pub(crate) lease: Lease,
-    pub(crate) base_image: Option<String>,
-}
 
 /// The link's end of a running `prepare`: dropping it stops the run.
 pub(crate) struct PrepareHandle {
@@ -94,11 +88,7 @@ async fn prepare(
         .map_err(|e| e.to_string())?;
     let base_image = match wanted.file.base_image.clone() {
         Some(reference) => {
-            let id = ctx
-                .sandbox
-                .image_id(&reference)
-                .await
-                .map_err(|e| e.to_string())?;
+            let id = image_id(&ctx.sandbox, &reference).await?;
             wanted.on_image(&id);
             Some(id)
         }
@@ -174,6 +164,18 @@ async fn prepare(
         }
         Err(error) => (failed(error), None),
     })
+}
+
+/// The id this runner's own Docker engine gives `reference` (runners never pull).
+async fn image_id(sandbox: &Sandbox, reference: &str) -> Result<String, String> {
+    if !matches!(sandbox, Sandbox::Docker(_)) {
+        return Err(format!(
+            "the environment's base image {reference} needs the docker sandbox; the runner \
+             uses {}: use [base] image = \"host\", or start ultraplan-runner with --sandbox docker",
+            sandbox.name()
+        ));
+    }
+    sandbox.image_id(reference).await.map_err(|e| e.to_string())
 }
 
 fn failed(error: PrepareError) -> EnvironmentOutcome {

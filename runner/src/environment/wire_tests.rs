@@ -14,7 +14,10 @@ fn a_wanted_sent_over_the_link_keys_as_it_would_here() {
     let tree = tree_with_lock();
     let here = super::super::named_wanted(tree.path(), FILE, "alice").expect("wanted");
     let locks = here.lock_digests();
-    let absent = locks.iter().find(|l| l.path == "absent.lock").expect("named");
+    let absent = locks
+        .iter()
+        .find(|l| l.path == "absent.lock")
+        .expect("named");
     assert_eq!(absent.sha256, None, "an absent lock file stays absent");
     let there = Wanted::from_wire(here.definition(), &locks, here.scope()).expect("rebuilt");
     assert_eq!(there.key, here.key);

@@ -184,6 +184,7 @@ async fn linked_environment(sandbox: &str) {
     if sandbox == "bwrap" {
         maintenance_runs_on_the_runner(&server, &runner, &home, root.path()).await;
         a_failing_setup_ends_its_session(&server, &home, root.path()).await;
+        a_base_image_needs_a_docker_runner(&server, &home, root.path()).await;
     } else {
         a_base_image_is_the_runners_engines(&server, &home, root.path()).await;
     }
@@ -299,6 +300,24 @@ async fn a_failing_setup_ends_its_session(server: &ServerProcess, home: &Path, r
     let text = result.result.clone().unwrap_or_default();
     assert!(text.contains("failed with exit code 3"), "{text}");
     assert!(text.contains("about to fail"), "{text}");
+}
+
+/// `[base] image` on a linked bwrap runner ends the session saying how to run one that can.
+async fn a_base_image_needs_a_docker_runner(server: &ServerProcess, home: &Path, root: &Path) {
+    let file = "[base]\nimage = \"ultraplan-test-absent:0\"\n[setup]\ncommands = [\"true\"]\n";
+    let repo = repository(
+        root,
+        "imaged",
+        &[(".ultraplan/environment.toml", file.to_owned())],
+    );
+    let id = launch(server, home, &repo);
+    let seen = wait_as(server, &server.token, &id, is_end).await;
+    let Some(EventBody::Result(result)) = seen.last().map(|e| &e.body) else {
+        panic!("no result: {seen:#?}");
+    };
+    assert_eq!(result.subtype, ERROR_ENVIRONMENT);
+    let text = result.result.clone().unwrap_or_default();
+    assert!(text.contains("--sandbox docker"), "{text}");
 }
 
 /// A runner that predates environments (it names no features in its hello): a session with an
