@@ -2,7 +2,8 @@
 //! over one outbound WebSocket (`GET /v1/runner/connect`, a runner token as the bearer).
 //!
 //! The server claims sessions for the runner under leases and drives each session; the runner
-//! only starts agents in its sandbox and relays their stdio. Every message about a session
+//! only starts agents in its sandbox, relays their stdio, and (when it says it can) prepares
+//! their environments on its own disk ([`crate::runner_environment`]). Every message about a session
 //! names the lease epoch it belongs to: the server refuses (and tells the runner to kill)
 //! anything of an epoch it no longer holds, so a runner cut off past its lease can never write.
 

@@ -170,7 +170,82 @@ fn is_session_id(id: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::is_session_id;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::environment::{EnvironmentCache, SnapshotMeta};
+
+    fn held(cache: &EnvironmentCache, key: &str, image: Option<&str>) -> Held {
+        let staging = cache.stage(None).expect("stage");
+        let meta = SnapshotMeta {
+            key: key.to_owned(),
+            built_at_ms: crate::environment::cache::now_ms(),
+            setup_ms: 1,
+            generation: 0,
+            maintained_at_ms: None,
+        };
+        Held {
+            lease: cache.commit(staging, meta).expect("commit"),
+            base_image: image.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_launch_takes_only_the_snapshot_its_prepare_left() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = EnvironmentCache::new(dir.path().to_path_buf(), Duration::from_secs(60));
+        let (key, other) = ("a".repeat(64), "b".repeat(64));
+        let agent = AgentRef {
+            session_id: "s1".to_owned(),
+            epoch: 2,
+        };
+        let spec = |key: Option<&str>, image: Option<&str>| LaunchSpec {
+            environment_key: key.map(str::to_owned),
+            base_image: image.map(str::to_owned),
+            ..LaunchSpec::default()
+        };
+        let mut prepared = HashMap::new();
+        assert!(matches!(
+            take_held(&mut prepared, &agent, &spec(None, None)),
+            Ok(None)
+        ));
+        let cases = [
+            (Some(key.as_str()), None, None, false, "nothing prepared"),
+            (
+                Some(other.as_str()),
+                Some(key.as_str()),
+                None,
+                false,
+                "another key",
+            ),
+            (
+                Some(key.as_str()),
+                Some(key.as_str()),
+                Some("sha256:x"),
+                false,
+                "another image",
+            ),
+            (
+                Some(key.as_str()),
+                Some(key.as_str()),
+                None,
+                true,
+                "the prepared one",
+            ),
+        ];
+        for (asked, held_key, image, taken, what) in cases {
+            prepared.clear();
+            if let Some(held_key) = held_key {
+                prepared.insert(agent.clone(), held(&cache, held_key, None));
+            }
+            let got = take_held(&mut prepared, &agent, &spec(asked, image));
+            assert_eq!(got.is_ok_and(|h| h.is_some()), taken, "{what}");
+            assert!(
+                prepared.is_empty(),
+                "{what}: a launch always settles what was held"
+            );
+        }
+    }
 
     #[test]
     fn only_plain_session_ids_name_a_workspace() {

@@ -65,14 +65,16 @@ fn script(probe: String) -> Script {
     })
 }
 
-fn environment_file(allowed_port: u16) -> String {
+fn environment_file(allowed_port: u16, blocked_port: u16) -> String {
     format!(
         r#"[setup]
 commands = [
   "echo made on the runner > /env/marker",
   "mkdir -p /env/bin && printf '#!/bin/sh\necho envtool ran\n' > /env/bin/envtool && chmod +x /env/bin/envtool",
   "echo \"setup sees the token: $SETUP_TOKEN\"",
+  "python3 -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:{blocked_port}/')\" || echo unlisted host refused",
 ]
+network = ["127.0.0.1:{allowed_port}"]
 secrets = ["SETUP_TOKEN"]
 [agent]
 network = ["127.0.0.1:{allowed_port}"]
@@ -112,7 +114,10 @@ async fn linked_environment(sandbox: &str) {
     let repo = repository(
         root.path(),
         "project",
-        &[(".ultraplan/environment.toml", environment_file(index.port))],
+        &[(
+            ".ultraplan/environment.toml",
+            environment_file(index.port, blocked_port),
+        )],
     );
 
     // Setup runs on the runner, its output in the log with the secret masked.
@@ -132,6 +137,9 @@ async fn linked_environment(sandbox: &str) {
     assert!(seen.iter().any(|e| system(e, ENVIRONMENT_SETUP).is_some()));
     let output = output_of(&seen);
     assert!(output.contains("setup sees the token: ***"), "{output}");
+    // Setup reached only its allow-list, through the runner's proxy, which said what it refused.
+    assert!(output.contains("unlisted host refused"), "{output}");
+    assert_eq!(ready.data["blocked"][0]["port"], blocked_port, "{ready:?}");
     // The planning agent read what setup left in /env.
     let read = first_read(&seen);
     assert!(read.contains("made on the runner"), "{read}");
@@ -274,6 +282,25 @@ async fn a_base_image_is_the_runners_engines(server: &ServerProcess, home: &Path
 }
 
 async fn a_failing_setup_ends_its_session(server: &ServerProcess, home: &Path, root: &Path) {
+    // One past its time limit is stopped on the runner.
+    let hangs = "[setup]\ncommands = [\"echo waiting; sleep 600\"]\ntimeout_seconds = 2\n";
+    let repo = repository(
+        root,
+        "hangs",
+        &[(".ultraplan/environment.toml", hangs.to_owned())],
+    );
+    let id = launch(server, home, &repo);
+    let seen = wait_as(server, &server.token, &id, is_end).await;
+    let failed = seen
+        .iter()
+        .find_map(|e| system(e, ENVIRONMENT_FAILED))
+        .unwrap_or_else(|| panic!("no failure: {seen:#?}"));
+    assert_eq!(failed.data["timed_out"], true, "{failed:?}");
+    assert!(
+        failed.data["tail"].to_string().contains("waiting"),
+        "{failed:?}"
+    );
+
     let file = "[setup]\ncommands = [\"echo preparing\", \"echo about to fail >&2; exit 3\", \
                 \"echo never\"]\n";
     let repo = repository(
