@@ -12,7 +12,8 @@
 //! - [`verdict`]: the verifier's verdict on an execution, parsed from its report;
 //! - [`environment`]: where a prepared environment appears in a sandbox, and the setup input;
 //! - [`frames`]: newline-delimited JSON frames between the agent and the server;
-//! - [`runner`]: the messages of a keyless runner's link to the server;
+//! - [`runner`]: the messages of a keyless runner's link to the server, with
+//!   [`runner_environment`], environments prepared over it;
 //! - [`git_patch`]: a `git diff` patch's per-file sections and the (C-quoted) names in them;
 //! - [`expiry`]: when a pending plan's time limit is near, and how long is left;
 //! - [`secret_names`]: what a secret may be called and hold;
@@ -34,6 +35,7 @@ pub mod model_spec;
 pub mod patch;
 pub mod plan_text;
 pub mod runner;
+pub mod runner_environment;
 pub mod scanner;
 pub mod secret_names;
 pub mod secrets;

@@ -1,6 +1,7 @@
 //! One agent the server asked for: fetch its bundle, make the writable copy an executing
-//! agent works in, start it in the sandbox, relay its stdio, and say how it ended (with the
-//! patch of its copy first, for an executing agent).
+//! agent works in, start it in the sandbox (with its environment's snapshot bound at `/env`
+//! and, for an executing agent, the egress proxy of its `[agent] network`), relay its stdio,
+//! and say how it ended (with the patch of its copy first, for an executing agent).
 
 use std::sync::Arc;
 
@@ -12,7 +13,10 @@ use tokio::sync::{mpsc, oneshot};
 use ultraplan_protocol::constants::MAX_FRAME_BYTES;
 use ultraplan_protocol::runner::{AgentRef, LaunchSpec, RunnerMessage, WorkspaceOrigin};
 
-use crate::context::{Context, Up};
+use crate::context::{Context, Held, Up};
+use crate::egress::{EgressProxy, NetworkPolicy};
+use crate::environment::start_proxy;
+use crate::environment::wire::blocked_to_wire;
 
 /// The link's end of a running agent: its stdin, and a kill switch (dropping it kills too).
 pub(crate) struct AgentHandle {
@@ -31,6 +35,7 @@ pub(crate) fn spawn(
     ctx: Arc<Context>,
     agent: AgentRef,
     spec: LaunchSpec,
+    environment: Option<Held>,
     up: mpsc::UnboundedSender<Up>,
 ) -> AgentHandle {
     let (stdin, stdin_rx) = mpsc::unbounded_channel();
@@ -40,7 +45,7 @@ pub(crate) fn spawn(
         ctx.ledger
             .record(&agent.session_id, agent.epoch, "start")
             .await;
-        let last = run(&ctx, &agent, &spec, stdin_rx, kill_rx, &up).await;
+        let last = run(&ctx, &agent, &spec, environment, (stdin_rx, kill_rx), &up).await;
         ctx.ledger
             .record(&agent.session_id, agent.epoch, "end")
             .await;
@@ -60,19 +65,30 @@ fn say(up: &mpsc::UnboundedSender<Up>, message: RunnerMessage) {
     let _ = up.send(Up::Message(message));
 }
 
+/// The agent's stdin lines and kill switch, from the link.
+type Inputs = (mpsc::UnboundedReceiver<String>, oneshot::Receiver<()>);
+
+/// The agent's egress proxy and its socket.
+type Proxy = Option<(EgressProxy, std::path::PathBuf)>;
+
 async fn run(
     ctx: &Context,
     agent: &AgentRef,
     spec: &LaunchSpec,
-    stdin_rx: mpsc::UnboundedReceiver<String>,
-    kill_rx: oneshot::Receiver<()>,
+    environment: Option<Held>,
+    (stdin_rx, kill_rx): Inputs,
     up: &mpsc::UnboundedSender<Up>,
 ) -> RunnerMessage {
     let failed = |reason: String| RunnerMessage::LaunchFailed {
         agent: agent.clone(),
         reason,
     };
-    let (process, workspace) = match start(ctx, agent, spec).await {
+    // Held until the agent ends: its snapshot is not swept meanwhile.
+    let proxy = match agent_proxy(spec) {
+        Ok(proxy) => proxy,
+        Err(reason) => return failed(reason),
+    };
+    let (process, workspace) = match start(ctx, agent, spec, environment.as_ref(), &proxy).await {
         Ok(started) => started,
         Err(reason) => {
             tracing::warn!(session_id = %agent.session_id, %reason, "cannot start the agent");
@@ -102,11 +118,33 @@ async fn run(
             (e.success, e.description)
         });
     tracing::info!(session_id = %agent.session_id, epoch = agent.epoch, success, %description, "agent ended");
+    let (blocked, blocked_beyond) = match proxy {
+        Some((proxy, _socket)) => {
+            let refused = (blocked_to_wire(&proxy.blocked()), proxy.blocked_overflow());
+            proxy.shutdown().await;
+            refused
+        }
+        None => (Vec::new(), 0),
+    };
+    drop(environment);
     RunnerMessage::Exited {
         agent: agent.clone(),
         success,
         description,
+        blocked,
+        blocked_beyond,
     }
+}
+
+/// The egress proxy an executing agent's `[agent] network` asks for (none for a planning
+/// agent, or an empty allow-list).
+fn agent_proxy(spec: &LaunchSpec) -> Result<Proxy, String> {
+    if !spec.writable || spec.agent_network.is_empty() {
+        return Ok(None);
+    }
+    let policy =
+        NetworkPolicy::parse(&spec.agent_network).map_err(|e| format!("[agent] network: {e}"))?;
+    start_proxy(&policy).map_err(|e| e.to_string())
 }
 
 /// Start the agent; for an executing one, say whether its copy was made for this launch.
@@ -114,6 +152,8 @@ async fn start(
     ctx: &Context,
     agent: &AgentRef,
     spec: &LaunchSpec,
+    environment: Option<&Held>,
+    proxy: &Proxy,
 ) -> Result<(AgentProcess, Option<WorkspaceOrigin>), String> {
     let bundle = crate::bundle::ensure(ctx, &spec.bundle_id).await?;
     let (workspace, origin) = if spec.writable {
@@ -139,10 +179,10 @@ async fn start(
         agent_binary: ctx.settings.agent_binary.clone(),
         limits: ctx.settings.limits.clone(),
         log_filter: spec.log_filter.clone().unwrap_or_else(|| "info".to_owned()),
-        environment: None,
+        environment: environment.map(|held| held.lease.tree.clone()),
         purpose: Default::default(),
-        base_image: None,
-        agent_egress: None,
+        base_image: environment.and_then(|held| held.base_image.clone()),
+        agent_egress: proxy.as_ref().map(|(_, socket)| socket.clone()),
     };
     let process = ctx
         .sandbox

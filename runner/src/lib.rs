@@ -9,16 +9,19 @@
 //!   WebSocket with a runner token, and runs the agents the server asks for in its local
 //!   sandbox (docs/ARCHITECTURE.md §5.3). The server keeps the sessions, the event log and the
 //!   model keys; the runner holds bundles it fetched, execution workspaces and the patches it
-//!   makes of them, and nothing else.
+//!   makes of them, and the environment snapshots its agents use (built when the server asks
+//!   it to `prepare` one), and nothing else.
 
 mod agent;
 mod bundle;
 mod context;
+mod control;
 pub mod egress;
 pub mod environment;
 mod ledger;
 mod lines;
 mod link;
+mod prepare;
 pub mod sandbox;
 mod settings;
 pub mod workspace;

@@ -2,7 +2,6 @@
 //! redial with backoff. Every agent dies with the link it was started on: the server hands its
 //! sessions to the next runner, so an agent left running here would be a second agent.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
@@ -14,11 +13,13 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use ultraplan_protocol::runner::{
-    AgentRef, ControlMessage, MAX_RUNNER_MESSAGE_BYTES, RUNNER_PROTOCOL_VERSION, RunnerMessage,
+    ControlMessage, FEATURE_ENVIRONMENTS, MAX_RUNNER_MESSAGE_BYTES, RUNNER_PROTOCOL_VERSION,
+    RunnerMessage,
 };
 
-use crate::agent::{self, AgentHandle};
 use crate::context::{Context, Up};
+use crate::control::LinkState;
+use crate::environment::{EnvironmentCache, Environments};
 use crate::ledger::Ledger;
 use crate::settings::RunnerSettings;
 
@@ -39,12 +40,18 @@ pub async fn run(
     let sandbox =
         crate::sandbox::select(settings.sandbox, &settings.agent_binary, &instance).await?;
     tracing::info!(sandbox = sandbox.name(), name = %settings.name, capacity = settings.capacity, "runner ready");
+    let environments = Environments::new(EnvironmentCache::new(
+        settings.environments_dir(),
+        settings.environment_ttl,
+    ));
+    sweep_environments(environments.cache().clone());
     let ctx = Arc::new(Context {
         ledger: Ledger::at(&settings.data_dir),
         settings,
         sandbox,
         http: reqwest::Client::new(),
         fetching: tokio::sync::Mutex::new(()),
+        environments,
     });
     let mut shutdown = pin!(shutdown);
     let mut backoff = Duration::from_millis(250);
@@ -84,6 +91,24 @@ async fn clear_workspaces(settings: &RunnerSettings) {
     }
 }
 
+/// Remove expired environment snapshots no agent holds, now and every hour: they are this
+/// runner's own (docs/ARCHITECTURE.md §6.5).
+fn sweep_environments(cache: EnvironmentCache) {
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(Duration::from_secs(3600));
+        loop {
+            every.tick().await;
+            let cache = cache.clone();
+            let removed = tokio::task::spawn_blocking(move || cache.sweep())
+                .await
+                .unwrap_or(0);
+            if removed > 0 {
+                tracing::info!(removed, "removed expired environment snapshots");
+            }
+        }
+    });
+}
+
 async fn dial(ctx: &Context) -> anyhow::Result<(Socket, Duration)> {
     let url = ctx.settings.connect_url().map_err(anyhow::Error::msg)?;
     let mut request = url.as_str().into_client_request()?;
@@ -101,6 +126,7 @@ async fn dial(ctx: &Context) -> anyhow::Result<(Socket, Duration)> {
         name: ctx.settings.name.clone(),
         capacity: ctx.settings.capacity,
         sandbox: ctx.sandbox.name().to_owned(),
+        features: vec![FEATURE_ENVIRONMENTS.to_owned()],
     };
     socket
         .send(Message::text(serde_json::to_string(&hello)?))
@@ -135,7 +161,7 @@ async fn link_once(
         dialed = dial(ctx) => dialed?,
     };
     *backoff = Duration::from_millis(250);
-    let mut agents: HashMap<AgentRef, AgentHandle> = HashMap::new();
+    let mut held = LinkState::default();
     let (up, mut from_agents) = mpsc::unbounded_channel::<Up>();
     // Agents die before the server could give their sessions away: it cuts a runner off
     // after a lease of silence, so the runner gives up after two thirds of one.
@@ -149,7 +175,7 @@ async fn link_once(
                     heard = tokio::time::Instant::now();
                     match serde_json::from_str::<ControlMessage>(&text) {
                         Ok(message) => {
-                            if let Some(reason) = on_control(ctx, &mut agents, &up, message) {
+                            if let Some(reason) = held.on_control(ctx, &up, message) {
                                 break End::Lost(reason);
                             }
                         }
@@ -161,14 +187,8 @@ async fn link_once(
                 Some(Err(error)) => break End::Lost(error.to_string()),
             },
             Some(up) = from_agents.recv() => {
-                let message = match up {
-                    Up::Message(message) => message,
-                    Up::Ended(agent, launch) => {
-                        if agents.get(&agent).is_some_and(|h| h.launch == launch) {
-                            agents.remove(&agent);
-                        }
-                        continue;
-                    }
+                let Some(message) = held.on_up(up) else {
+                    continue;
                 };
                 if let Err(error) = send(&mut socket, &message).await {
                     break End::Lost(error);
@@ -184,18 +204,19 @@ async fn link_once(
             }
         }
     };
-    let mut left = agents.len();
+    let mut left = held.agents();
     if left > 0 {
         tracing::warn!(agents = left, "killing every agent of the link");
     }
-    drop(agents);
+    // Agents are killed, runs of setup stopped and held snapshots released.
+    drop(held);
     let _ = tokio::time::timeout(Duration::from_secs(2), socket.close(None)).await;
     // Wait for the killed agents to be reaped (and their ends recorded in the ledger).
     let reaped = async {
         while left > 0 {
             match from_agents.recv().await {
                 Some(Up::Ended(..)) => left -= 1,
-                Some(Up::Message(_)) => {}
+                Some(Up::Message(_) | Up::Prepared { .. }) => {}
                 None => return,
             }
         }
@@ -204,78 +225,10 @@ async fn link_once(
     Ok(end)
 }
 
-/// Act on one message from the server; `Some(reason)` when the link is to end.
-fn on_control(
-    ctx: &Arc<Context>,
-    agents: &mut HashMap<AgentRef, AgentHandle>,
-    up: &mpsc::UnboundedSender<Up>,
-    message: ControlMessage,
-) -> Option<String> {
-    match message {
-        ControlMessage::Welcome { .. } | ControlMessage::Heartbeat {} => {}
-        ControlMessage::Goodbye { reason } => {
-            return Some(format!("the server said goodbye: {reason}"));
-        }
-        ControlMessage::Launch { agent, spec } => {
-            // The session id names a directory here: only a plain id is taken.
-            if !is_session_id(&agent.session_id) {
-                let reason = "the session id is not 1 to 64 letters, digits or '-'".to_owned();
-                let _ = up.send(Up::Message(RunnerMessage::LaunchFailed { agent, reason }));
-                return None;
-            }
-            if agents.len() >= ctx.settings.capacity as usize {
-                let reason = format!("the runner is at its capacity of {}", ctx.settings.capacity);
-                let _ = up.send(Up::Message(RunnerMessage::LaunchFailed { agent, reason }));
-                return None;
-            }
-            let handle = agent::spawn(ctx.clone(), agent.clone(), spec, up.clone());
-            agents.insert(agent, handle);
-        }
-        ControlMessage::Stdin { agent, line } => {
-            if let Some(handle) = agents.get(&agent) {
-                let _ = handle.stdin.send(line);
-            }
-        }
-        ControlMessage::Kill { agent, reason } => {
-            if let Some(handle) = agents.remove(&agent) {
-                tracing::info!(session_id = %agent.session_id, epoch = agent.epoch, ?reason, "the server asked to kill an agent");
-                let _ = handle.kill.send(());
-            }
-        }
-    }
-    None
-}
-
-/// A session id as the server makes them (a UUID): safe as a path component and in logs.
-fn is_session_id(id: &str) -> bool {
-    (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-}
-
 async fn send(socket: &mut Socket, message: &RunnerMessage) -> Result<(), String> {
     let text = serde_json::to_string(message).map_err(|e| e.to_string())?;
     match tokio::time::timeout(Duration::from_secs(20), socket.send(Message::text(text))).await {
         Ok(sent) => sent.map_err(|e| e.to_string()),
         Err(_) => Err("the server took nothing for 20 s".to_owned()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_session_id;
-
-    #[test]
-    fn only_plain_session_ids_name_a_workspace() {
-        let cases = [
-            ("1bb6730a-cbba-4f44-b5f2-d9b31c2f050a", true),
-            ("", false),
-            ("..", false),
-            ("../../etc", false),
-            ("a/b", false),
-            ("a\u{1b}[31m", false),
-        ];
-        for (id, ok) in cases {
-            assert_eq!(is_session_id(id), ok, "{id:?}");
-        }
-        assert!(!is_session_id(&"a".repeat(65)));
     }
 }

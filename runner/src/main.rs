@@ -26,7 +26,7 @@ struct Args {
     /// This runner's name (default: the host name); leases carry `<token name>:<name>`.
     #[arg(long, env = "ULTRAPLAN_RUNNER_NAME")]
     name: Option<String>,
-    /// Fetched bundles, execution workspaces and the agent ledger.
+    /// Fetched bundles, execution workspaces, environment snapshots and the agent ledger.
     #[arg(long, env = "ULTRAPLAN_RUNNER_DATA_DIR")]
     data_dir: Option<PathBuf>,
     /// The sandbox agents run in.
@@ -35,6 +35,10 @@ struct Args {
     /// The static `ultraplan-agent` binary.
     #[arg(long, env = "ULTRAPLAN_AGENT_BIN")]
     agent_bin: Option<PathBuf>,
+    /// Hours an environment snapshot is reused after its setup; expired snapshots no agent
+    /// holds are swept hourly.
+    #[arg(long, env = "ULTRAPLAN_ENVIRONMENT_TTL_HOURS", default_value_t = 168)]
+    environment_ttl_hours: u64,
 }
 
 #[tokio::main]
@@ -76,6 +80,9 @@ fn settings(args: Args) -> anyhow::Result<RunnerSettings> {
         sandbox: args.sandbox,
         limits: SandboxLimits::default(),
         bundle_limits: BundleLimits::default(),
+        environment_ttl: std::time::Duration::from_secs(
+            args.environment_ttl_hours.max(1).saturating_mul(3600),
+        ),
     })
 }
 

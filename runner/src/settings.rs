@@ -17,17 +17,24 @@ pub struct RunnerSettings {
     pub name: String,
     /// Agents run at once.
     pub capacity: u32,
-    /// Fetched bundles, execution workspaces and the agent ledger.
+    /// Fetched bundles, execution workspaces, environment snapshots and the agent ledger.
     pub data_dir: PathBuf,
     pub agent_binary: PathBuf,
     pub sandbox: SandboxKind,
     pub limits: SandboxLimits,
     pub bundle_limits: BundleLimits,
+    /// How long an environment snapshot is reused after its setup (docs/ARCHITECTURE.md §6.5).
+    pub environment_ttl: std::time::Duration,
 }
 
 impl RunnerSettings {
     pub(crate) fn bundles_dir(&self) -> PathBuf {
         self.data_dir.join("bundles")
+    }
+
+    /// Environment snapshots this runner built for its agents.
+    pub(crate) fn environments_dir(&self) -> PathBuf {
+        self.data_dir.join("environments")
     }
 
     pub(crate) fn workspace_root(&self, session_id: &str) -> PathBuf {
@@ -61,6 +68,7 @@ mod tests {
             sandbox: SandboxKind::Bwrap,
             limits: SandboxLimits::default(),
             bundle_limits: BundleLimits::default(),
+            environment_ttl: std::time::Duration::from_secs(3600),
         }
     }
 

@@ -38,12 +38,23 @@ impl RunnerProcess {
         name: &str,
         capacity: u32,
     ) -> anyhow::Result<Self> {
+        Self::start_in(server_url, (token, token_name), name, capacity, "bwrap").await
+    }
+
+    /// [`RunnerProcess::start`] with the runner's sandbox (`bwrap` or `docker`).
+    pub async fn start_in(
+        server_url: &str,
+        (token, token_name): (&str, &str),
+        name: &str,
+        capacity: u32,
+        sandbox: &str,
+    ) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
         let data_dir = dir.path().join("runner");
         std::fs::create_dir_all(&data_dir)?;
         let log = std::fs::File::create(data_dir.join("runner.log"))?;
         let child = Command::new(workspace_bin("ultraplan-runner")?)
-            .args(["--server", server_url, "--name", name, "--sandbox", "bwrap"])
+            .args(["--server", server_url, "--name", name, "--sandbox", sandbox])
             .arg("--capacity")
             .arg(capacity.to_string())
             .arg("--data-dir")

@@ -214,7 +214,7 @@ impl EnvironmentCache {
 }
 
 /// A key is 64 lower-case hex digits (and so a safe single path component).
-fn plain_key(key: &str) -> bool {
+pub fn plain_key(key: &str) -> bool {
     key.len() == 64 && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 

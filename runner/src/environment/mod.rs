@@ -10,6 +10,7 @@ mod generations;
 pub mod key;
 pub mod output;
 pub mod setup;
+pub mod wire;
 
 use std::collections::HashMap;
 use std::path::Path;

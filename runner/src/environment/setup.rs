@@ -64,7 +64,8 @@ pub struct SetupReport {
     pub tail: Vec<String>,
 }
 
-/// Run setup; each output line (masked) goes to `lines` as it is read.
+/// Run setup; each output line (masked) goes to `lines` as it is read. Setup is killed
+/// when `lines`' receiver is dropped before it ends.
 pub async fn run(
     sandbox: &Sandbox,
     run: SetupRun,
@@ -153,7 +154,7 @@ async fn drive(
     let readers = [read_lines(stdout, tx.clone()), read_lines(stderr, tx)];
     let mut deadline = tokio::time::Instant::now() + timeout;
     let mut tail = Tail::default();
-    let mut timed_out = false;
+    let mut stopped = None;
     loop {
         tokio::select! {
             line = rx.recv() => match line {
@@ -165,11 +166,17 @@ async fn drive(
                 None => break,
             },
             () = tokio::time::sleep_until(deadline) => {
-                if timed_out {
+                if stopped.is_some() {
                     // Killed, yet something still holds its output open: stop reading.
                     break;
                 }
-                timed_out = true;
+                stopped = Some(Stopped::TimedOut);
+                control.start_kill();
+                deadline = tokio::time::Instant::now() + KILL_GRACE;
+            }
+            // Whoever waits for the output is gone (a linked runner told to stop): kill it.
+            () = lines.closed(), if stopped.is_none() => {
+                stopped = Some(Stopped::Cancelled);
                 control.start_kill();
                 deadline = tokio::time::Instant::now() + KILL_GRACE;
             }
@@ -178,14 +185,28 @@ async fn drive(
     for reader in readers {
         reader.abort();
     }
-    let end = finish(&mut control, timed_out).await;
+    let end = finish(&mut control, stopped).await;
     Ok((end, tail.lines()))
 }
 
-async fn finish(control: &mut AgentControl, timed_out: bool) -> SetupEnd {
+/// Why setup was killed before it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stopped {
+    TimedOut,
+    Cancelled,
+}
+
+async fn finish(control: &mut AgentControl, stopped: Option<Stopped>) -> SetupEnd {
     let exit = control.wait().await;
-    if timed_out {
-        return SetupEnd::TimedOut;
+    match stopped {
+        Some(Stopped::TimedOut) => return SetupEnd::TimedOut,
+        Some(Stopped::Cancelled) => {
+            return SetupEnd::Failed {
+                exit_code: None,
+                description: "stopped: nobody waits for it any more".to_owned(),
+            };
+        }
+        None => {}
     }
     match exit {
         Some(exit) if exit.success => SetupEnd::Succeeded,

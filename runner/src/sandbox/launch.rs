@@ -43,6 +43,11 @@ pub trait RemoteAgent: Send + Sync {
     /// Whether an executing agent's writable copy was made fresh from the bundle for this
     /// launch, so edits of an earlier launch elsewhere are not in it.
     fn fresh_workspace(&self) -> bool;
+    /// The hosts its network allow-list refused (and how many attempts beyond those listed),
+    /// once its runner said.
+    fn take_refused(&mut self) -> Option<(Vec<crate::egress::BlockedAttempt>, u64)> {
+        None
+    }
 }
 
 enum Handle {
@@ -139,6 +144,15 @@ impl AgentControl {
     pub fn take_remote_patch(&mut self) -> Option<RemotePatch> {
         match &mut self.handle {
             Handle::Remote(remote) => remote.take_patch(),
+            Handle::Child(..) | Handle::Container(_) => None,
+        }
+    }
+
+    /// What a remote agent's network allow-list refused, as its runner reported it; `None`
+    /// for a local agent (its proxy is the server's own) or when nothing was refused.
+    pub fn take_remote_refused(&mut self) -> Option<(Vec<crate::egress::BlockedAttempt>, u64)> {
+        match &mut self.handle {
+            Handle::Remote(remote) => remote.take_refused(),
             Handle::Child(..) | Handle::Container(_) => None,
         }
     }

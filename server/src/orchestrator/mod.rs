@@ -293,8 +293,8 @@ impl Orchestrator {
     /// Remove expired environment snapshots nobody uses, now and every hour while the
     /// orchestrator lives (docs/ARCHITECTURE.md §6.5).
     fn sweep_environments(&self) {
-        // Only the in-process runner builds environments: a linked runner's orchestrator
-        // holds no leases on them, so it must not sweep what the local one uses.
+        // A linked runner keeps (and sweeps) its snapshots on its own disk: its orchestrator
+        // here holds no leases on this machine's, so it must not sweep what the local one uses.
         if self.inner.runner.is_remote() {
             return;
         }

@@ -5,6 +5,7 @@ mod agent_network;
 mod calls;
 mod claim;
 mod environment;
+mod environment_host;
 mod execution;
 mod maintenance;
 
@@ -67,12 +68,15 @@ struct SessionTask {
     patched: bool,
     /// What a remote runner made of the executing agent's workspace, once it exited.
     remote_patch: Option<crate::execution::RemotePatch>,
-    /// The environment snapshot the current agent uses (kept from sweeping while held).
-    environment: Option<ultraplan_runner::environment::Lease>,
-    /// The Docker image (its id) the session's agents run in: its environment's `[base]`.
+    /// The environment snapshot the current agent uses (kept from sweeping while held, here
+    /// or on its linked runner).
+    environment: Option<environment_host::Snapshot>,
+    /// The Docker image (its id) the session's agents run in on this machine: its
+    /// environment's `[base]` (a linked runner's snapshot names its own).
     base_image: Option<String>,
-    /// Who an executing agent may reach: its environment's `[agent] network`.
-    agent_network: ultraplan_runner::egress::NetworkPolicy,
+    /// Who an executing agent may reach: its environment's `[agent] network`, parsed and as
+    /// written (for a linked runner).
+    agent_network: (ultraplan_runner::egress::NetworkPolicy, Vec<String>),
     /// The egress proxy serving the current executing agent, and its socket.
     agent_proxy: Option<(ultraplan_runner::egress::EgressProxy, PathBuf)>,
 }
@@ -119,7 +123,7 @@ pub async fn run(inner: Arc<Inner>, task: Task) {
         remote_patch: None,
         environment: None,
         base_image: None,
-        agent_network: ultraplan_runner::egress::NetworkPolicy::None,
+        agent_network: (ultraplan_runner::egress::NetworkPolicy::None, Vec::new()),
         agent_proxy: None,
     };
     if !task.pick_up(launch.resumed, claim.took_over).await {
@@ -291,14 +295,28 @@ impl SessionTask {
             agent_binary: self.inner.settings.agent_binary.clone(),
             limits: self.inner.settings.limits.clone(),
             log_filter: self.inner.settings.agent_log_filter.clone(),
-            environment: self.environment.as_ref().map(|lease| lease.tree.clone()),
+            environment: self
+                .environment
+                .as_ref()
+                .and_then(environment_host::Snapshot::local_tree),
             purpose: Default::default(),
             base_image: self.base_image.clone(),
             agent_egress: self.agent_proxy.as_ref().map(|(_, socket)| socket.clone()),
         };
+        let binding = self
+            .environment
+            .as_ref()
+            .and_then(environment_host::Snapshot::remote_binding);
+        let (environment_key, base_image) = binding.unzip();
         let lease = RemoteLaunch {
             epoch: self.lease.epoch,
             bundle_id: self.session.bundle_id.clone().unwrap_or_default(),
+            environment_key,
+            base_image: base_image.flatten(),
+            agent_network: match self.mode {
+                AgentMode::Execute => self.agent_network.1.clone(),
+                AgentMode::Plan => Vec::new(),
+            },
         };
         self.apply_sync_starting();
         self.inner
@@ -386,6 +404,10 @@ impl SessionTask {
         };
         if let Some(patch) = process.take_remote_patch() {
             self.remote_patch = Some(patch);
+        }
+        let refused = process.take_remote_refused();
+        if let Some((blocked, beyond)) = refused.filter(|_| !self.let_go()) {
+            self.note_refused(&blocked, beyond).await;
         }
         exit
     }

@@ -10,11 +10,18 @@ pub use ultraplan_runner::sandbox::{
 };
 
 /// What a remote runner needs beyond the sandbox request: the lease's epoch, which every
-/// message about the agent carries, and the bundle to fetch.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// message about the agent carries, the bundle to fetch, and the environment its `prepare`
+/// left the runner holding.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RemoteLaunch {
     pub epoch: i64,
     pub bundle_id: String,
+    /// The snapshot's key on the runner.
+    pub environment_key: Option<String>,
+    /// The snapshot's base image, as the runner reported it.
+    pub base_image: Option<String>,
+    /// An executing agent's `[agent] network` entries.
+    pub agent_network: Vec<String>,
 }
 
 /// A runner that can start agents.
@@ -62,6 +69,9 @@ impl Runner {
                     bundle_id: lease.bundle_id.clone(),
                     writable: req.writable,
                     log_filter: Some(req.log_filter.clone()),
+                    environment_key: lease.environment_key.clone(),
+                    base_image: lease.base_image.clone(),
+                    agent_network: lease.agent_network.clone(),
                 };
                 link.launch(agent, spec).await
             }

@@ -27,9 +27,9 @@ use crate::live_clients::{browser_login, session_page};
 const SECRET: &str = "tok-6f1d2c-very-secret";
 
 /// A package index: `python3 -m http.server` over a directory holding one wheel.
-struct Index {
+pub(crate) struct Index {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Drop for Index {
@@ -40,7 +40,7 @@ impl Drop for Index {
 }
 
 /// Build `tinypkg-1.0-py3-none-any.whl` by hand (a wheel is a zip with metadata) and serve it.
-fn package_index(root: &Path) -> Index {
+pub(crate) fn package_index(root: &Path) -> Index {
     let wheels = root.join("wheels");
     std::fs::create_dir_all(&wheels).expect("mkdir");
     let script = r#"
@@ -110,7 +110,7 @@ pub(crate) fn repository(root: &Path, name: &str, files: &[(&str, String)]) -> P
     repo
 }
 
-fn launch(server: &ServerProcess, home: &Path, repo: &Path) -> String {
+pub(crate) fn launch(server: &ServerProcess, home: &Path, repo: &Path) -> String {
     launch_as(server, &server.token, home, repo, &[])
 }
 
@@ -136,14 +136,14 @@ fn launch_as(
     session["id"].as_str().expect("id").to_owned()
 }
 
-fn system<'a>(event: &'a Event, subtype: &str) -> Option<&'a SystemEvent> {
+pub(crate) fn system<'a>(event: &'a Event, subtype: &str) -> Option<&'a SystemEvent> {
     match &event.body {
         EventBody::System(s) if s.subtype == subtype => Some(s),
         _ => None,
     }
 }
 
-fn output_of(events: &[Event]) -> String {
+pub(crate) fn output_of(events: &[Event]) -> String {
     events
         .iter()
         .filter_map(|e| system(e, ENVIRONMENT_OUTPUT))
@@ -210,7 +210,7 @@ const TESTS: &str = "import unittest\n\nimport tinypkg\n\n\nclass Greet(unittest
 def test_greet(self):\n        self.assertEqual(tinypkg.greet(), 'hello from tinypkg')\n\n\n\
 if __name__ == '__main__':\n    unittest.main()\n";
 
-async fn put_secret(server: &ServerProcess, name: &str, value: &str) {
+pub(crate) async fn put_secret(server: &ServerProcess, name: &str, value: &str) {
     let response = reqwest::Client::new()
         .put(format!("{}/v1/secrets/{name}", server.base_url))
         .bearer_auth(&server.token)
@@ -222,7 +222,7 @@ async fn put_secret(server: &ServerProcess, name: &str, value: &str) {
 }
 
 /// Every file under `dir` (not following links) whose bytes contain `needle`.
-fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
+pub(crate) fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -461,7 +461,7 @@ async fn failing_and_hanging_setups_end_the_session_with_their_reason() {
 }
 
 /// Waits until `token`'s session `id` logs an event `pick` accepts; every event so far.
-async fn wait_as(
+pub(crate) async fn wait_as(
     server: &ServerProcess,
     token: &str,
     id: &str,
@@ -836,7 +836,7 @@ async fn maintenance(runner: &str) {
 
 /// A Docker image holding only BusyBox, imported into the engine the tests use (runners never
 /// pull). Its tag is unique to the run.
-fn busybox_image(root: &Path) -> String {
+pub(crate) fn busybox_image(root: &Path) -> String {
     let rootfs = root.join("rootfs");
     let bin = rootfs.join("bin");
     std::fs::create_dir_all(&bin).expect("mkdir");

@@ -20,6 +20,7 @@ mod gateway_anthropic;
 mod gateway_openai;
 mod incremental_bundle;
 mod lifecycle;
+mod linked_environments;
 mod live_clients;
 mod multi_agent;
 mod plan_comments;

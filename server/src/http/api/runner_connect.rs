@@ -44,9 +44,14 @@ pub async fn connect(
 
 /// One link from `hello` to its end.
 async fn serve_link(mut socket: WebSocket, token_name: &str, fleet: Fleet) -> Result<(), String> {
-    let (own_name, capacity, sandbox) = hello(&mut socket).await?;
+    let Hello {
+        name: own_name,
+        capacity,
+        sandbox,
+        features,
+    } = hello(&mut socket).await?;
     let name = format!("{token_name}:{own_name}");
-    let (link, mut outgoing) = RemoteLink::new(&name);
+    let (link, mut outgoing) = RemoteLink::new(&name, &features);
     let member = match fleet.join(&name, capacity, link).await {
         Ok(member) => member,
         Err(error) => {
@@ -61,7 +66,7 @@ async fn serve_link(mut socket: WebSocket, token_name: &str, fleet: Fleet) -> Re
             return Err(reason);
         }
     };
-    tracing::info!(runner = %name, capacity, ?sandbox, "runner link up");
+    tracing::info!(runner = %name, capacity, ?sandbox, ?features, "runner link up");
     let lease = fleet.lease();
     let welcome = ControlMessage::Welcome {
         protocol_version: RUNNER_PROTOCOL_VERSION,
@@ -76,8 +81,20 @@ async fn serve_link(mut socket: WebSocket, token_name: &str, fleet: Fleet) -> Re
     ended
 }
 
-/// Wait for the runner's `hello`: its own name, capacity and sandbox.
-async fn hello(socket: &mut WebSocket) -> Result<(String, u32, String), String> {
+/// What a runner's `hello` said.
+struct Hello {
+    name: String,
+    capacity: u32,
+    sandbox: String,
+    features: Vec<String>,
+}
+
+/// Most features a runner may name, and their longest name.
+const MAX_FEATURES: usize = 32;
+const MAX_FEATURE_BYTES: usize = 64;
+
+/// Wait for the runner's `hello`: its own name, capacity, sandbox and features.
+async fn hello(socket: &mut WebSocket) -> Result<Hello, String> {
     let first = tokio::time::timeout(HELLO_TIMEOUT, socket.recv())
         .await
         .map_err(|_| "the runner said nothing".to_owned())?;
@@ -92,7 +109,17 @@ async fn hello(socket: &mut WebSocket) -> Result<(String, u32, String), String> 
             name,
             capacity,
             sandbox,
-        } if protocol_version == RUNNER_PROTOCOL_VERSION => Ok((name, capacity, sandbox)),
+            features,
+        } if protocol_version == RUNNER_PROTOCOL_VERSION => Ok(Hello {
+            name,
+            capacity,
+            sandbox,
+            features: features
+                .into_iter()
+                .filter(|f| f.len() <= MAX_FEATURE_BYTES)
+                .take(MAX_FEATURES)
+                .collect(),
+        }),
         RunnerMessage::Hello {
             protocol_version, ..
         } => {

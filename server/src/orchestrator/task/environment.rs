@@ -11,12 +11,14 @@ use ultraplan_protocol::constants::{
     ENVIRONMENT_SETUP, ERROR_ENVIRONMENT,
 };
 use ultraplan_protocol::events::{EventBody, SystemEvent};
+use ultraplan_protocol::runner::AgentRef;
 use ultraplan_runner::egress::{BlockedAttempt, NetworkPolicy};
 use ultraplan_runner::environment::{
-    PrepareError, Prepared, SetupEnd, SetupReport, SetupRun, Wanted, named_wanted, read_wanted,
+    SetupEnd, SetupReport, SetupRun, SnapshotMeta, Wanted, named_wanted, read_wanted,
 };
 
 use super::SessionTask;
+use super::environment_host::{Host, HostError, Made};
 use crate::orchestrator::lifecycle::Input;
 use crate::runner::Runner;
 use crate::secrets::SecretsError;
@@ -84,47 +86,44 @@ impl SessionTask {
         &mut self,
         transcript: &[EventBody],
     ) -> Result<Readiness, String> {
+        // A linked runner is told to let go of the previous agent's snapshot first.
         self.environment = None;
         self.base_image = None;
-        self.agent_network = NetworkPolicy::None;
+        self.agent_network = (NetworkPolicy::None, Vec::new());
         let bundle = self.bundle_path().await?;
         let (mut wanted, label) = match self.wanted(&bundle).await? {
             Ok(Some(found)) => found,
             Ok(None) => return Ok(Readiness::Ready),
             Err(why) => return Ok(self.end_environment(why).await),
         };
-        let Runner::Local(sandbox) = self.inner.runner.clone() else {
-            let why = "this session has an environment (its repository's file or a named one), but it runs on a \
-                       linked runner, which does not build environments yet";
-            return Ok(self.end_environment(why.to_owned()).await);
+        let host = match self.environment_host() {
+            Ok(host) => host,
+            Err(why) => return Ok(self.end_environment(why).await),
         };
         match NetworkPolicy::parse(&wanted.file.agent_network) {
-            Ok(policy) => self.agent_network = policy,
+            Ok(policy) => self.agent_network = (policy, wanted.file.agent_network.clone()),
             Err(error) => {
                 let why = format!("{label}: [agent] network: {error}");
                 return Ok(self.end_environment(why).await);
             }
         }
-        if let Some(reference) = wanted.file.base_image.clone() {
-            match sandbox.image_id(&reference).await {
-                Ok(id) => {
-                    wanted.on_image(&id);
-                    self.base_image = Some(id);
-                }
-                Err(error) => return Ok(self.end_environment(error.to_string()).await),
+        let found = match host.check(&mut wanted).await {
+            Ok((image, found)) => {
+                self.base_image = image;
+                found
             }
-        }
-        let settings = &self.inner.settings;
-        if let Some(lease) = settings.environments.lookup(&wanted.key) {
-            let first_here = self.note_reused(&lease, transcript).await;
+            Err(why) => return Ok(self.end_environment(why).await),
+        };
+        if let Some(snapshot) = found {
+            let first_here = self.note_reused(snapshot.meta(), transcript).await;
             if !first_here || wanted.file.maintenance.is_empty() {
-                self.environment = Some(lease);
+                self.environment = Some(snapshot);
                 return Ok(Readiness::Ready);
             }
-            drop(lease);
+            drop(snapshot);
             let commands = wanted.file.maintenance.clone();
             return match self.setup_run(&wanted, &label, bundle, commands).await {
-                Ok(run) => self.maintain(&sandbox, &wanted, &label, run).await,
+                Ok(run) => self.maintain(&host, &wanted, &label, run).await,
                 Err(why) => Ok(self.end_environment(why).await),
             };
         }
@@ -134,7 +133,33 @@ impl SessionTask {
             Err(why) => return Ok(self.end_environment(why).await),
         };
         self.note_setup(&wanted, &run, (&label, "setup")).await;
-        self.build(&sandbox, &wanted, run).await
+        self.build(&host, &wanted, run).await
+    }
+
+    /// Where this session's environment is prepared: here for the in-process runner, on the
+    /// linked runner for a remote one (if it can); `Err` says why it cannot be.
+    fn environment_host(&self) -> Result<Host, String> {
+        match &self.inner.runner {
+            Runner::Local(sandbox) => Ok(Host::Local {
+                sandbox: sandbox.clone(),
+                environments: self.inner.settings.environments.clone(),
+            }),
+            Runner::Remote(link) if link.prepares_environments() => Ok(Host::Remote {
+                link: link.clone(),
+                agent: AgentRef {
+                    session_id: self.session.id.clone(),
+                    epoch: self.lease.epoch,
+                },
+                bundle_id: self.session.bundle_id.clone().unwrap_or_default(),
+                log_filter: self.inner.settings.agent_log_filter.clone(),
+            }),
+            Runner::Remote(link) => Err(format!(
+                "this session has an environment (its repository's file or a named one), but \
+                 it runs on the linked runner {}, which does not build environments: upgrade \
+                 its ultraplan-runner",
+                link.name()
+            )),
+        }
     }
 
     /// A sandboxed run of `commands` with the environment's setup network and secrets; `Err`
@@ -221,28 +246,27 @@ impl SessionTask {
 
     async fn build(
         &mut self,
-        sandbox: &crate::runner::Sandbox,
+        host: &Host,
         wanted: &Wanted,
         run: SetupRun,
     ) -> Result<Readiness, String> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let environments = self.inner.settings.environments.clone();
-        let building = environments.build(sandbox, &wanted.key, run, tx);
+        let building = host.build(wanted, run, tx);
         let (built, ()) = tokio::join!(building, self.log_output(rx));
         match built {
-            Ok(Prepared::Reused(lease)) => {
-                let _ = self.note_reused(&lease, &[]).await;
-                self.environment = Some(lease);
+            Ok(Made::Reused(snapshot)) => {
+                let _ = self.note_reused(snapshot.meta(), &[]).await;
+                self.environment = Some(snapshot);
                 Ok(Readiness::Ready)
             }
-            Ok(Prepared::Built(lease, report)) => {
-                self.note_ready(&wanted.key, &report).await;
-                self.environment = Some(lease);
+            Ok(Made::Built(snapshot, report)) => {
+                self.note_ready(&snapshot.meta().key, &report).await;
+                self.environment = Some(snapshot);
                 Ok(Readiness::Ready)
             }
-            Err(PrepareError::Setup(report)) => Ok(self.setup_failed(&report, "setup").await),
-            Err(other) => Ok(self
-                .end_environment(format!("the environment could not be set up: {other}"))
+            Err(HostError::Setup(report)) => Ok(self.setup_failed(&report, "setup").await),
+            Err(HostError::Other(why)) => Ok(self
+                .end_environment(format!("the environment could not be set up: {why}"))
                 .await),
         }
     }
@@ -330,12 +354,8 @@ impl SessionTask {
     }
 
     /// Say a snapshot was reused, once per snapshot in a session's log; whether it said so.
-    async fn note_reused(
-        &self,
-        lease: &ultraplan_runner::environment::Lease,
-        transcript: &[EventBody],
-    ) -> bool {
-        let key = &lease.meta.key;
+    async fn note_reused(&self, meta: &SnapshotMeta, transcript: &[EventBody]) -> bool {
+        let key = &meta.key;
         let said = transcript.iter().any(|e| match e {
             EventBody::System(s) => {
                 [ENVIRONMENT_REUSED, ENVIRONMENT_READY].contains(&s.subtype.as_str())
@@ -346,12 +366,12 @@ impl SessionTask {
         if said {
             return false;
         }
-        let age = u64::try_from(crate::store::now_ms() - lease.meta.built_at_ms).unwrap_or(0);
+        let age = u64::try_from(crate::store::now_ms() - meta.built_at_ms).unwrap_or(0);
         let message = format!("Environment reused (built {} ago).", ago(age));
         let data = json!({
             "key": key,
-            "built_at_ms": lease.meta.built_at_ms,
-            "setup_ms": lease.meta.setup_ms,
+            "built_at_ms": meta.built_at_ms,
+            "setup_ms": meta.setup_ms,
         });
         self.append_events(&[note(ENVIRONMENT_REUSED, message, data)])
             .await;
@@ -416,6 +436,11 @@ impl SessionTask {
     }
 
     async fn end_with(&mut self, message: String) -> Readiness {
+        if self.inner.runner.link_lost() && !self.lost {
+            // The runner is gone, not the session: another runner resumes it from the log.
+            self.handed_back = true;
+            return Readiness::Ended;
+        }
         let result = EventBody::error_result(ERROR_ENVIRONMENT, message);
         self.apply(Input::AgentEvent(result)).await;
         Readiness::Ended

@@ -7,37 +7,37 @@
 use serde_json::json;
 use tokio::sync::mpsc;
 use ultraplan_protocol::constants::ENVIRONMENT_READY;
-use ultraplan_runner::environment::{PrepareError, SetupReport, SetupRun, Wanted};
+use ultraplan_runner::environment::{SetupReport, SetupRun, Wanted};
 
 use super::SessionTask;
 use super::environment::{Readiness, blocked_json, blocked_text, note};
+use super::environment_host::{Host, HostError};
 
 impl SessionTask {
     /// Run the maintenance commands `run` carries on the snapshot of `wanted`.
     pub(super) async fn maintain(
         &mut self,
-        sandbox: &crate::runner::Sandbox,
+        host: &Host,
         wanted: &Wanted,
         label: &str,
         run: SetupRun,
     ) -> Result<Readiness, String> {
         self.note_setup(wanted, &run, (label, "maintenance")).await;
         let (tx, rx) = mpsc::unbounded_channel();
-        let environments = self.inner.settings.environments.clone();
-        let maintaining = environments.maintain(sandbox, &wanted.key, run, tx);
+        let maintaining = host.maintain(wanted, run, tx);
         let (maintained, ()) = tokio::join!(maintaining, self.log_output(rx));
         match maintained {
-            Ok(Some((lease, report))) => {
+            Ok(Some((snapshot, report))) => {
                 self.note_maintained(&wanted.key, &report).await;
-                self.environment = Some(lease);
+                self.environment = Some(snapshot);
                 Ok(Readiness::Ready)
             }
             Ok(None) => Ok(self
                 .end_environment("the snapshot expired while it was about to be maintained; start the session again to build it afresh".to_owned())
                 .await),
-            Err(PrepareError::Setup(report)) => Ok(self.setup_failed(&report, "maintenance").await),
-            Err(other) => Ok(self
-                .end_environment(format!("the environment could not be maintained: {other}"))
+            Err(HostError::Setup(report)) => Ok(self.setup_failed(&report, "maintenance").await),
+            Err(HostError::Other(why)) => Ok(self
+                .end_environment(format!("the environment could not be maintained: {why}"))
                 .await),
         }
     }

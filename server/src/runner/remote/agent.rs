@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
-use ultraplan_protocol::runner::{AgentRef, ControlMessage, WorkspaceOrigin};
+use ultraplan_protocol::runner::{AgentRef, BlockedHost, ControlMessage, WorkspaceOrigin};
+use ultraplan_runner::egress::BlockedAttempt;
+use ultraplan_runner::environment::wire::blocked_from_wire;
 
 use super::{RemoteLink, RemotePatch, Started};
 use crate::runner::{AgentExit, AgentProcess, RemoteAgent};
@@ -21,10 +23,23 @@ pub(crate) struct Route {
     stderr: mpsc::UnboundedSender<Vec<u8>>,
     patch: Arc<Mutex<Option<RemotePatch>>>,
     origin: Arc<OnceLock<WorkspaceOrigin>>,
+    refused: Refused,
     exit: oneshot::Sender<AgentExit>,
 }
 
+/// The hosts an agent's network allow-list refused, as its runner reported them.
+type Refused = Arc<Mutex<Option<(Vec<BlockedAttempt>, u64)>>>;
+
 impl Route {
+    /// What the agent's egress proxy refused, checked (see [`blocked_from_wire`]).
+    pub(super) fn refused(&self, blocked: Vec<BlockedHost>, beyond: u64) {
+        if blocked.is_empty() && beyond == 0 {
+            return;
+        }
+        let checked = (blocked_from_wire(blocked), beyond);
+        *self.refused.lock().unwrap_or_else(|e| e.into_inner()) = Some(checked);
+    }
+
     /// The runner's answer to the launch, with where an executing agent's copy came from.
     pub(super) fn started(&mut self, outcome: Result<Option<WorkspaceOrigin>, String>) {
         let outcome = outcome.map(|origin| {
@@ -66,6 +81,7 @@ pub struct RemoteHandle {
     ended: Option<AgentExit>,
     patch: Arc<Mutex<Option<RemotePatch>>>,
     origin: Arc<OnceLock<WorkspaceOrigin>>,
+    refused: Refused,
 }
 
 #[async_trait::async_trait]
@@ -96,6 +112,13 @@ impl RemoteAgent for RemoteHandle {
     fn take_patch(&mut self) -> Option<RemotePatch> {
         self.patch.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
+
+    fn take_refused(&mut self) -> Option<(Vec<BlockedAttempt>, u64)> {
+        self.refused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
 }
 
 /// The pipes of a remote agent: the link's route, the launch answer, and the process the
@@ -108,12 +131,14 @@ pub(super) fn bridge(link: RemoteLink, agent: AgentRef) -> (Route, Started, Agen
     let stdin = pipe_to_link(link.clone(), agent.clone());
     let patch = Arc::new(Mutex::new(None));
     let origin = Arc::new(OnceLock::new());
+    let refused = Refused::default();
     let route = Route {
         started: Some(started_tx),
         stdout: stdout_tx,
         stderr: stderr_tx,
         patch: patch.clone(),
         origin: origin.clone(),
+        refused: refused.clone(),
         exit: exit_tx,
     };
     let handle = RemoteHandle {
@@ -123,6 +148,7 @@ pub(super) fn bridge(link: RemoteLink, agent: AgentRef) -> (Route, Started, Agen
         ended: None,
         patch,
         origin,
+        refused,
     };
     let process = AgentProcess::remote(
         Box::pin(stdin),

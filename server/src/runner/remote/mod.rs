@@ -9,6 +9,7 @@
 //! is told to kill that agent.
 
 mod agent;
+mod environment;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,10 +18,14 @@ use std::time::Duration;
 
 use base64::Engine;
 use tokio::sync::{mpsc, oneshot};
-use ultraplan_protocol::runner::{AgentRef, ControlMessage, LaunchSpec, RunnerMessage};
+use ultraplan_protocol::runner::{
+    AgentRef, ControlMessage, FEATURE_ENVIRONMENTS, LaunchSpec, RunnerMessage,
+};
 
 pub use agent::RemoteHandle;
 use agent::Route;
+use environment::PrepareRoute;
+pub use environment::{MAX_PREPARE_LINES, RemoteSnapshot};
 
 use super::{AgentExit, AgentProcess, SandboxError};
 
@@ -28,7 +33,7 @@ use super::{AgentExit, AgentProcess, SandboxError};
 pub const MAX_REMOTE_PATCH_BYTES: usize = 16 * 1024 * 1024;
 
 /// How long a runner may take to fetch a bundle and start an agent.
-const LAUNCH_TIMEOUT: Duration = Duration::from_secs(300);
+pub(super) const LAUNCH_TIMEOUT: Duration = Duration::from_secs(300);
 
 pub use super::RemotePatch;
 
@@ -42,7 +47,11 @@ struct LinkInner {
     name: String,
     out: mpsc::UnboundedSender<ControlMessage>,
     routes: Mutex<HashMap<AgentRef, Route>>,
+    /// The `prepare`s waiting for the runner's answer.
+    prepares: Mutex<HashMap<AgentRef, PrepareRoute>>,
     closed: AtomicBool,
+    /// The runner prepares environments.
+    environments: bool,
 }
 
 impl std::fmt::Debug for RemoteLink {
@@ -54,15 +63,18 @@ impl std::fmt::Debug for RemoteLink {
 }
 
 impl RemoteLink {
-    /// A link to the runner `name`, and what to send it.
-    pub fn new(name: &str) -> (Self, mpsc::UnboundedReceiver<ControlMessage>) {
+    /// A link to the runner `name` with the `features` its hello named, and what to send
+    /// it.
+    pub fn new(name: &str, features: &[String]) -> (Self, mpsc::UnboundedReceiver<ControlMessage>) {
         let (out, rx) = mpsc::unbounded_channel();
         let link = RemoteLink {
             inner: Arc::new(LinkInner {
                 name: name.to_owned(),
                 out,
                 routes: Mutex::new(HashMap::new()),
+                prepares: Mutex::new(HashMap::new()),
                 closed: AtomicBool::new(false),
+                environments: features.iter().any(|f| f == FEATURE_ENVIRONMENTS),
             }),
         };
         (link, rx)
@@ -75,6 +87,13 @@ impl RemoteLink {
 
     fn routes(&self) -> std::sync::MutexGuard<'_, HashMap<AgentRef, Route>> {
         self.inner.routes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn prepares(&self) -> std::sync::MutexGuard<'_, HashMap<AgentRef, PrepareRoute>> {
+        self.inner
+            .prepares
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// Send the runner a message; `false` once the link is gone.
@@ -156,8 +175,11 @@ impl RemoteLink {
                 agent,
                 success,
                 description,
+                blocked,
+                blocked_beyond,
             } => {
                 if let Some(route) = self.routes().remove(&agent) {
+                    route.refused(blocked, blocked_beyond);
                     route.end(AgentExit {
                         success,
                         description,
@@ -165,7 +187,33 @@ impl RemoteLink {
                     });
                 }
             }
+            RunnerMessage::EnvironmentOutput { agent, lines } => {
+                let known = match self.prepares().get_mut(&agent) {
+                    Some(route) => {
+                        route.output(lines);
+                        true
+                    }
+                    None => false,
+                };
+                if !known {
+                    self.refuse(&agent);
+                }
+            }
+            RunnerMessage::EnvironmentDone { agent, outcome } => {
+                let route = self.prepares().remove(&agent);
+                match route {
+                    Some(route) => route.end(outcome),
+                    None => self.refuse(&agent),
+                }
+            }
         }
+    }
+
+    /// News of an agent this link does not hold: the runner is told to kill it.
+    fn refuse(&self, agent: &AgentRef) {
+        tracing::warn!(runner = self.name(), session_id = %agent.session_id, epoch = agent.epoch,
+            "refused a message of a lease this server does not hold; the runner kills that agent");
+        self.kill(agent, "this server holds no lease of that epoch");
     }
 
     fn with_route(&self, agent: &AgentRef, f: impl FnOnce(&mut Route)) {
@@ -180,9 +228,7 @@ impl RemoteLink {
             }
         };
         if !known {
-            tracing::warn!(runner = self.name(), session_id = %agent.session_id, epoch = agent.epoch,
-                "refused a message of a lease this server does not hold; the runner kills that agent");
-            self.kill(agent, "this server holds no lease of that epoch");
+            self.refuse(agent);
         }
     }
 
@@ -194,6 +240,8 @@ impl RemoteLink {
         for route in routes {
             route.end(exit("the runner's link was lost"));
         }
+        // Their waiters hear the link was lost.
+        self.prepares().clear();
     }
 
     /// Whether the link is gone.
