@@ -139,14 +139,16 @@ impl Orchestrator {
             }
             Ok(Err(error)) => {
                 if now_ms() >= give_up_at {
-                    tracing::warn!(session_id, %error, "the lease could not be renewed in time; stopping the agent");
+                    tracing::warn!(session_id, %error, "the lease was lost: it could not be renewed in time; stopping the agent");
                     let _ = live.commands.send(Command::Lost);
                 }
             }
             Err(_) => {
+                // Also the path of a runner that was frozen past its deadline: it stops at once,
+                // without asking a database whose answer could no longer make it safe to go on.
                 tracing::warn!(
                     session_id,
-                    "the lease could not be renewed in time; stopping the agent"
+                    "the lease was lost: it could not be renewed in time; stopping the agent"
                 );
                 let _ = live.commands.send(Command::Lost);
             }
