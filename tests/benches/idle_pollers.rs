@@ -2,8 +2,11 @@
 //! p99 under 50 ms per poll on 2 cores, at most 100 µs of server CPU per idle poll, memory per
 //! idle session in kilobytes). Every session is polled every 3 s with the client's request
 //! (`after_id` = the newest event it has, `include=session`); no agent runs. First every session
-//! is idle; then ACTIVE % of them get a message every interval, and each message must reach its
-//! poller within one interval (the cache in front of the store stays fresh). Then a second server
+//! is idle; then ACTIVE % of them get a message every interval, halfway between two of their
+//! polls, and each message must reach its poller within one interval (the cache in front of the
+//! store stays fresh). The active sessions are every n-th one, so their polls are spread through
+//! the interval as independent terminals' are; `ULTRAPLAN_BENCH_BUNCHED=1` takes the first ones
+//! instead, so all their polls fall in one tenth of the interval (a burst). Then a second server
 //! holds REVIEW sessions awaiting review, each with its live agent in a bwrap sandbox (offline
 //! planner): memory per session on the server and in the agents. Runs the release server binary,
 //! on SQLite, or on the PostgreSQL that `ULTRAPLAN_BENCH_DATABASE_URL` names.
@@ -71,7 +74,7 @@ async fn main() {
     {
         let verdict = replicas::bench(replicas, sessions, seconds, arg(4, 10)).await;
         if verdict != 0 {
-            println!("FAIL: messages were missed");
+            println!("FAIL: messages were missed or late");
         }
         std::process::exit(i32::from(verdict));
     }
@@ -122,14 +125,18 @@ async fn main() {
     if verdict != 0 {
         println!(
             "FAIL: {}",
-            ["", "messages were missed", "p99 over the 50 ms goal"][usize::from(verdict)]
+            [
+                "",
+                "messages were missed or late",
+                "p99 over the 50 ms goal"
+            ][usize::from(verdict)]
         );
         std::process::exit(i32::from(verdict));
     }
 }
 
-/// Print a run's figures; 1 when a posted message never reached its poller, 2 when p99 is over
-/// the goal, else 0.
+/// Print a run's figures; 1 when a posted message never reached its poller within one poll
+/// interval, 2 when p99 is over the goal, else 0.
 fn report(sessions: usize, active: usize, seconds: u64, cpu: f64, run: &follow::Run) -> u8 {
     let polls = &run.polls;
     let at = |q: f64| polls[((polls.len() - 1) as f64 * q).round() as usize];
@@ -159,7 +166,7 @@ fn report(sessions: usize, active: usize, seconds: u64, cpu: f64, run: &follow::
             lags.last(),
         );
     }
-    if run.lags.len() < run.posted {
+    if run.lags.len() < run.posted || run.lags.last().is_some_and(|l| *l > POLL_EVERY) {
         1
     } else if at(0.99) > Duration::from_millis(50) {
         2

@@ -98,7 +98,7 @@ pub async fn run(
             bases.iter().map(|b| (*b).to_owned()).collect(),
             token.to_owned(),
         ),
-        ids[..active.min(ids.len())].to_vec(),
+        active_sessions(ids, active, bunched()),
         posted.clone(),
         deadline,
     ));
@@ -123,12 +123,33 @@ pub async fn run(
     }
 }
 
-/// One message to each active session per interval (staggered) until `deadline` minus one
-/// interval, so every message has a poll left to be seen in; how many were posted. Session
+/// `ULTRAPLAN_BENCH_BUNCHED=1`: the active sessions are the first ones in poll order, so all
+/// their polls fall in the same tenth of the interval (a burst), instead of spread through it
+/// as independent terminals' polls are.
+fn bunched() -> bool {
+    std::env::var("ULTRAPLAN_BENCH_BUNCHED").is_ok_and(|v| v == "1")
+}
+
+/// The `count` sessions that get messages, with their poller's index: every n-th session,
+/// so their polls are spread through the interval like everyone's, or the first `count` when
+/// `bunched`.
+fn active_sessions(ids: &[String], count: usize, bunched: bool) -> Vec<(usize, String)> {
+    let count = count.min(ids.len());
+    if count == 0 {
+        return Vec::new();
+    }
+    let step = if bunched { 1 } else { ids.len() / count };
+    (0..count)
+        .map(|k| (k * step, ids[k * step].clone()))
+        .collect()
+}
+
+/// One message to each active session per interval (staggered, half an interval after its
+/// polls) until `deadline` minus one interval, so every message has a poll left to be seen in; how many were posted. Session
 /// `i`'s messages go through replica `i + 1` (mod n), not the one that polls it.
 async fn write(
     (http, bases, token): (reqwest::Client, Vec<String>, String),
-    active: Vec<String>,
+    active: Vec<(usize, String)>,
     posted: Arc<Mutex<HashMap<(usize, i64), Instant>>>,
     deadline: Instant,
 ) -> usize {
@@ -138,10 +159,13 @@ async fn write(
     let stop = deadline - POLL_EVERY;
     let stagger = POLL_EVERY / u32::try_from(active.len()).unwrap_or(u32::MAX);
     let mut count = 0;
-    let mut ticks = tokio::time::interval(stagger);
+    // Each message lands halfway between two polls of its session, so a fresh cache shows
+    // it about half an interval later and a stale one would miss a whole interval.
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + POLL_EVERY / 2, stagger);
     let mut round = 0;
     while Instant::now() < stop {
-        for (i, id) in active.iter().enumerate() {
+        for (i, id) in &active {
+            let i = *i;
             ticks.tick().await;
             let body = json!({"events": [
                 {"type": "user", "message": {"role": "user", "content": format!("note {round}")}}

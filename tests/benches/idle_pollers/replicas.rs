@@ -107,7 +107,7 @@ async fn background(pids: &[u32]) -> f64 {
     per_second
 }
 
-/// Print a window's figures; 1 when a posted message was never seen.
+/// Print a window's figures; 1 when a posted message was not seen within one poll interval.
 fn report(w: &Window, run: &follow::Run) -> u8 {
     let polls = &run.polls;
     let at = |q: f64| polls[((polls.len() - 1) as f64 * q).round() as usize];
@@ -169,7 +169,7 @@ fn report(w: &Window, run: &follow::Run) -> u8 {
             lags.last(),
         );
     }
-    u8::from(run.lags.len() < run.posted)
+    u8::from(run.lags.len() < run.posted || run.lags.last().is_some_and(|l| *l > POLL_EVERY))
 }
 
 /// The PostgreSQL server listening on the URL's port: its postmaster's pid, found by the
