@@ -22,6 +22,7 @@ on_both_backends!(
     sessions_are_scoped_to_their_owner,
     event_ids_increase_and_page,
     concurrent_appends_never_collide,
+    polls_answered_from_memory_match_the_log,
     exit_plan_mode_creates_plan_revisions,
     the_store_applies_the_effects_it_is_given,
     decisions_are_atomic_and_idempotent,
@@ -232,6 +233,84 @@ async fn concurrent_appends_never_collide(store: Arc<dyn Store>) {
     }
     let ids: Vec<i64> = all.iter().map(|e| e.id).collect();
     assert_eq!(ids, (1..=161).collect::<Vec<_>>(), "no gaps, no duplicates");
+}
+
+/// Events of every kind, with numbers and text that must come back exactly.
+fn varied_batch(round: usize, size: usize) -> Vec<EventBody> {
+    (0..size)
+        .map(|i| match (round + i) % 3 {
+            0 => EventBody::user_text(format!("r{round} é {i}")),
+            1 => EventBody::assistant(vec![ultraplan_protocol::events::ContentBlock::tool_use(
+                format!("t{round}-{i}"),
+                "Grep",
+                json!({"pattern": "fn\\s+main", "n": 1.5e300, "x": [1, -2.25, null]}),
+            )]),
+            _ => EventBody::tool_result(&format!("t{round}-{i}"), "src/main.rs:1", false),
+        })
+        .collect()
+}
+
+/// What a poller is given, as JSON: `list_events` right after reading the session's row, the
+/// way the poll handler calls it.
+async fn poll(store: &Arc<dyn Store>, id: &str, after: i64) -> (serde_json::Value, i64) {
+    store.session(id).await.expect("row");
+    let (page, more) = store.list_events(id, after, 1000).await.expect("page");
+    assert!(!more);
+    let last = page.last().map_or(after, |e| e.id);
+    (serde_json::to_value(&page).expect("json"), last)
+}
+
+/// The events after `after` as the database holds them (the remembered row forgotten first).
+async fn logged(store: &Arc<dyn Store>, id: &str, after: i64) -> serde_json::Value {
+    store.forget(id);
+    let (page, _) = store.list_events(id, after, 1000).await.expect("page");
+    serde_json::to_value(&page).expect("json")
+}
+
+async fn polls_answered_from_memory_match_the_log(store: Arc<dyn Store>) {
+    let a = store.create_user("a").await.expect("a");
+    let s = new_session(&store, &a.id).await;
+    let mut after = 0;
+    for round in 0..12 {
+        append(&store, &s.id, &varied_batch(round, 1 + round % 4))
+            .await
+            .expect("append");
+        let (page, last) = poll(&store, &s.id, after).await;
+        assert_eq!(page, logged(&store, &s.id, after).await, "round {round}");
+        // A poller behind by more than one append gets the same as the log, too.
+        let (page, _) = poll(&store, &s.id, after.saturating_sub(3)).await;
+        assert_eq!(page, logged(&store, &s.id, after.saturating_sub(3)).await);
+        after = last;
+    }
+    // Appends racing polls: the poller sees every event once, in order, as logged.
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let (store, id) = (store.clone(), s.id.clone());
+            tokio::spawn(async move {
+                for round in 0..15 {
+                    append(&store, &id, &varied_batch(w + round, 2))
+                        .await
+                        .expect("append");
+                }
+            })
+        })
+        .collect();
+    let start = after;
+    let mut seen = Vec::new();
+    let mut done = false;
+    while !done {
+        done = writers.iter().all(tokio::task::JoinHandle::is_finished);
+        let (page, last) = poll(&store, &s.id, after).await;
+        seen.extend(page.as_array().expect("array").iter().cloned());
+        after = last;
+        tokio::task::yield_now().await;
+    }
+    let ids: Vec<i64> = seen.iter().map(|e| e["id"].as_i64().expect("id")).collect();
+    assert_eq!(ids, ((start + 1)..=(start + 120)).collect::<Vec<_>>());
+    assert_eq!(
+        serde_json::Value::Array(seen),
+        logged(&store, &s.id, start).await
+    );
 }
 
 async fn exit_plan_mode_creates_plan_revisions(store: Arc<dyn Store>) {

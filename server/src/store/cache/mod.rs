@@ -1,7 +1,7 @@
 //! A [`Store`] in front of another that answers the poll path from memory
 //! (docs/ARCHITECTURE.md §5): session rows and their plans by id, the "nothing after
-//! `after_id`" answer for a session whose newest event the poller already has, and verified
-//! tokens for a few seconds.
+//! `after_id`" answer for a session whose newest event the poller already has, the newest
+//! events this process appended ([`tails`]), and verified tokens for a few seconds.
 //! Every write that touches a session goes through here and forgets its row, so a read after
 //! a write always sees it; everything else passes straight through.
 //!
@@ -11,6 +11,7 @@
 //! (`crate::replicas`), forgetting the session and waking its pollers.
 
 mod memo;
+mod tails;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -34,6 +35,7 @@ pub struct CachedStore {
     inner: Arc<dyn Store>,
     sessions: memo::Sessions,
     tokens: memo::Tokens,
+    tails: tails::Tails,
 }
 
 impl CachedStore {
@@ -43,6 +45,7 @@ impl CachedStore {
             inner,
             sessions: memo::Sessions::default(),
             tokens: memo::Tokens::default(),
+            tails: tails::Tails::default(),
         }
     }
 
@@ -250,11 +253,15 @@ impl Store for CachedStore {
         events: &[EventBody],
         effects: &AppendEffects,
     ) -> StoreResult<Vec<Event>> {
-        self.writing(
-            session_id,
-            self.inner.append_events(session_id, events, effects),
-        )
-        .await
+        let append = async {
+            let stored = self
+                .inner
+                .append_events(session_id, events, effects)
+                .await?;
+            self.tails.push(session_id, &stored);
+            Ok(stored)
+        };
+        self.writing(session_id, append).await
     }
     async fn list_events(
         &self,
@@ -262,13 +269,18 @@ impl Store for CachedStore {
         after_id: i64,
         limit: u32,
     ) -> StoreResult<(Vec<Event>, bool)> {
-        // A poller that already has the newest event is told so without a query.
-        if self
-            .sessions
-            .get(session_id)
-            .is_some_and(|row| after_id >= row.last_event_id)
-        {
-            return Ok((Vec::new(), false));
+        // A poller that already has the newest event is told so without a query, and one a
+        // few events behind gets them from this process's tail of the log when it holds them.
+        if let Some(row) = self.sessions.get(session_id) {
+            if after_id >= row.last_event_id {
+                return Ok((Vec::new(), false));
+            }
+            let tail = self
+                .tails
+                .after(session_id, after_id, row.last_event_id, limit);
+            if let Some(events) = tail {
+                return Ok((events, false));
+            }
         }
         self.inner.list_events(session_id, after_id, limit).await
     }
