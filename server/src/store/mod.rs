@@ -451,9 +451,32 @@ pub fn format_ms(ms: i64) -> String {
         .unwrap_or_default()
 }
 
+/// The millisecond timestamp [`format_ms`] rendered.
+pub fn parse_ms(rendered: &str) -> Option<i64> {
+    let t = time::OffsetDateTime::parse(rendered, &time::format_description::well_known::Rfc3339)
+        .ok()?;
+    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rendered_timestamps_read_back() {
+        for ms in [
+            0,
+            1,
+            999,
+            1_000,
+            1_764_720_000_123,
+            1_764_720_000_100,
+            4_102_444_800_000,
+        ] {
+            assert_eq!(parse_ms(&format_ms(ms)), Some(ms), "{}", format_ms(ms));
+        }
+        assert_eq!(parse_ms("yesterday"), None);
+    }
 
     #[test]
     fn urls_are_redacted() {

@@ -267,14 +267,23 @@ async fn logged(store: &Arc<dyn Store>, id: &str, after: i64) -> serde_json::Val
     serde_json::to_value(&page).expect("json")
 }
 
+/// Polls after appends are answered from memory (the row brought up to date, the events from
+/// the tail): what they give is what the database holds.
 async fn polls_answered_from_memory_match_the_log(store: Arc<dyn Store>) {
     let a = store.create_user("a").await.expect("a");
     let s = new_session(&store, &a.id).await;
     let mut after = 0;
     for round in 0..12 {
+        // Remembered, as after the poller's last poll.
+        store.session(&s.id).await.expect("row");
         append(&store, &s.id, &varied_batch(round, 1 + round % 4))
             .await
             .expect("append");
+        // The row remembered through the append is the row the database holds.
+        let remembered = store.session(&s.id).await.expect("row");
+        store.forget(&s.id);
+        let stored = store.session(&s.id).await.expect("row");
+        assert_eq!(remembered, stored, "round {round}");
         let (page, last) = poll(&store, &s.id, after).await;
         assert_eq!(page, logged(&store, &s.id, after).await, "round {round}");
         // A poller behind by more than one append gets the same as the log, too.
@@ -307,10 +316,12 @@ async fn polls_answered_from_memory_match_the_log(store: Arc<dyn Store>) {
     }
     let ids: Vec<i64> = seen.iter().map(|e| e["id"].as_i64().expect("id")).collect();
     assert_eq!(ids, ((start + 1)..=(start + 120)).collect::<Vec<_>>());
+    let remembered = store.session(&s.id).await.expect("row");
     assert_eq!(
         serde_json::Value::Array(seen),
         logged(&store, &s.id, start).await
     );
+    assert_eq!(remembered, store.session(&s.id).await.expect("row"));
 }
 
 async fn exit_plan_mode_creates_plan_revisions(store: Arc<dyn Store>) {

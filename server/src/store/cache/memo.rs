@@ -88,6 +88,17 @@ impl Sessions {
         rows.remove(id);
     }
 
+    /// A write to `id` whose effect on the row `change` can apply: the remembered row is
+    /// changed in place when `change` says it could, else forgotten; either way reads that
+    /// started before cannot fill it.
+    pub fn change(&self, id: &str, change: impl FnOnce(&mut SessionRow) -> bool) {
+        let mut rows = self.lock();
+        self.writes.fetch_add(1, Ordering::AcqRel);
+        if !rows.get_mut(id).is_some_and(|e| change(&mut e.row)) {
+            rows.remove(id);
+        }
+    }
+
     /// Forget every row (announcements from other processes may have been missed).
     pub fn clear(&self) {
         let mut rows = self.lock();
@@ -138,4 +149,4 @@ impl Tokens {
 
 #[cfg(test)]
 #[path = "memo_tests.rs"]
-mod tests;
+pub(super) mod tests;

@@ -8,7 +8,7 @@ use ultraplan_protocol::session::{SessionContext, SessionStatus};
 use super::*;
 use crate::store::{AgentState, SessionRow, TokenRow};
 
-fn row(id: &str, last_event_id: i64) -> SessionRow {
+pub(in crate::store::cache) fn row(id: &str, last_event_id: i64) -> SessionRow {
     SessionRow {
         id: id.to_owned(),
         user_id: "u".to_owned(),

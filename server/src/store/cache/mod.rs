@@ -10,6 +10,7 @@
 //! ([`Store::announce`], `NOTIFY` on PostgreSQL) and every process follows the announcements
 //! (`crate::replicas`), forgetting the session and waking its pollers.
 
+mod appended;
 mod memo;
 mod tails;
 
@@ -74,8 +75,22 @@ impl CachedStore {
         id: &str,
         write: impl Future<Output = StoreResult<T>>,
     ) -> StoreResult<T> {
+        self.writing_then(id, write, |_, _| false).await
+    }
+
+    /// [`CachedStore::writing`], where `change` may bring the remembered row up to date with
+    /// what a successful write did instead of forgetting it (true when it could).
+    async fn writing_then<T>(
+        &self,
+        id: &str,
+        write: impl Future<Output = StoreResult<T>>,
+        change: impl FnOnce(&T, &mut SessionRow) -> bool,
+    ) -> StoreResult<T> {
         let result = write.await;
-        self.sessions.invalidate(id);
+        match &result {
+            Ok(done) => self.sessions.change(id, |row| change(done, row)),
+            Err(_) => self.sessions.invalidate(id),
+        }
         if let Err(error) = self.inner.announce(id).await {
             tracing::warn!(%error, session_id = id, "could not announce a session change");
         }
@@ -261,7 +276,11 @@ impl Store for CachedStore {
             self.tails.push(session_id, &stored);
             Ok(stored)
         };
-        self.writing(session_id, append).await
+        // The poll after an append reads neither the row nor the events.
+        let update = |stored: &Vec<Event>, row: &mut SessionRow| {
+            appended::apply(row, events, stored, effects)
+        };
+        self.writing_then(session_id, append, update).await
     }
     async fn list_events(
         &self,
