@@ -366,9 +366,12 @@ impl Store for CachedStore {
         self.writing(id, self.inner.park_session(lease, last_event_id))
             .await
     }
+    /// Every posted message asks to unpark; when the session was not parked the row is as it
+    /// was, so it stays remembered.
     async fn unpark_session(&self, session_id: &str, now: i64) -> StoreResult<bool> {
-        self.writing(session_id, self.inner.unpark_session(session_id, now))
-            .await
+        let unpark = self.inner.unpark_session(session_id, now);
+        let unchanged = |unparked: &bool, _: &mut SessionRow| !*unparked;
+        self.writing_then(session_id, unpark, unchanged).await
     }
     async fn sessions_waiting(&self, now: i64) -> StoreResult<i64> {
         self.inner.sessions_waiting(now).await
