@@ -166,7 +166,7 @@ fn report(sessions: usize, active: usize, seconds: u64, cpu: f64, run: &follow::
             lags.last(),
         );
     }
-    if run.lags.len() < run.posted || run.lags.last().is_some_and(|l| *l > POLL_EVERY) {
+    if !run.all_in_time() {
         1
     } else if at(0.99) > Duration::from_millis(50) {
         2

@@ -23,6 +23,13 @@ pub struct Run {
     pub lags: Vec<Duration>,
 }
 
+impl Run {
+    /// Every posted message reached its poller, none later than one poll interval.
+    pub fn all_in_time(&self) -> bool {
+        self.lags.len() >= self.posted && self.lags.last().is_none_or(|l| *l <= POLL_EVERY)
+    }
+}
+
 /// Where each session stands: the newest event id its poller has, read through the replica
 /// that polls it (session `i`: `bases[i mod n]`), as its client's first poll would.
 pub async fn heads(
@@ -145,8 +152,9 @@ fn active_sessions(ids: &[String], count: usize, bunched: bool) -> Vec<(usize, S
 }
 
 /// One message to each active session per interval (staggered, half an interval after its
-/// polls) until `deadline` minus one interval, so every message has a poll left to be seen in; how many were posted. Session
-/// `i`'s messages go through replica `i + 1` (mod n), not the one that polls it.
+/// polls) until `deadline` minus one interval, so every message has a poll left to be seen
+/// in; how many were posted. Session `i`'s messages go through replica `i + 1` (mod n), not
+/// the one that polls it.
 async fn write(
     (http, bases, token): (reqwest::Client, Vec<String>, String),
     active: Vec<(usize, String)>,

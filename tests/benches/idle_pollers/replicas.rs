@@ -169,7 +169,7 @@ fn report(w: &Window, run: &follow::Run) -> u8 {
             lags.last(),
         );
     }
-    u8::from(run.lags.len() < run.posted || run.lags.last().is_some_and(|l| *l > POLL_EVERY))
+    u8::from(!run.all_in_time())
 }
 
 /// The PostgreSQL server listening on the URL's port: its postmaster's pid, found by the

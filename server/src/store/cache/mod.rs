@@ -2,8 +2,10 @@
 //! (docs/ARCHITECTURE.md §5): session rows and their plans by id, the "nothing after
 //! `after_id`" answer for a session whose newest event the poller already has, the newest
 //! events this process appended ([`tails`]), and verified tokens for a few seconds.
-//! Every write that touches a session goes through here and forgets its row, so a read after
-//! a write always sees it; everything else passes straight through.
+//! Every write that touches a session goes through here and forgets its row, or brings it up
+//! to date when it knows what the write did (an append that directly follows it: [`appended`];
+//! an unpark that changed nothing), so a read after a write always sees it; everything else
+//! passes straight through.
 //!
 //! One process sees all its own writes. Other processes' writes (another replica on the same
 //! PostgreSQL) reach it through [`Store::forget`]: each write is announced
